@@ -1,0 +1,275 @@
+"""The text-environment contract, written once.
+
+Every single-agent env in this package is a :class:`TextEnv`: a ``gymnasium.Env`` whose observations and
+actions are strings.
+
+    obs, info = env.reset(seed=None, options=None)
+    obs, reward, terminated, truncated, info = env.step(action)
+
+Contract (``shared/DESIGN.md`` §1), enforced here so that subclasses cannot break it:
+
+* **Bad input never raises.** A non-string, empty, over-long or unparseable action yields an observation
+  that says what was wrong, ``info["action_valid"] = False``, ``info["parse_error"]`` set, reward
+  ``invalid_action_penalty`` (0 by default), and the episode goes on. Subclasses signal this by raising
+  :class:`~agentgym_envs.core.errors.InvalidAction` from ``_step``; only programming errors propagate.
+* **Infrastructure failures are not the agent's fault.** :class:`~agentgym_envs.core.errors.InfraError`
+  raised by ``_step`` truncates the episode with ``info["infra_error"]`` set.
+* **Determinism.** All randomness comes from ``self.np_random`` (seeded by ``reset(seed=...)``); no global
+  RNG, no wall clock.
+* **Standard info keys** on every step: ``action_valid``, ``parse_error``, ``won``, ``score``,
+  ``state_key``, ``infra_error``, ``metrics``, plus ``valid_actions``/``tools`` where the env provides
+  them; on reset also ``instruction`` and ``system_prompt``.
+* **Snapshots.** ``get_state() -> bytes`` / ``set_state(bytes)`` round-trip the whole env (RNG included).
+  The default pickles the instance's attributes except ``snapshot_exclude`` (static data such as task
+  sets); override ``_get_state``/``_set_state`` for anything that does not pickle. Snapshots are pickles:
+  only restore bytes you produced.
+
+Subclasses implement ``_reset(options) -> (observation, info)`` and ``_step(action) -> Step``, and may
+override ``valid_actions()``, ``tools`` (see :class:`~agentgym_envs.core.tool_env.ToolEnv`),
+``state_key_material()`` and, if they have a scripted solver, ``expert_action()``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import pickle
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import gymnasium
+
+from .errors import InfraError, InvalidAction, ResetNeeded, SnapshotError
+from .spaces import UnicodeText
+
+SNAPSHOT_VERSION = 1
+TRUNCATION_MARKER = "\n…[truncated {n} characters]"
+
+
+@dataclass
+class Step:
+    """What ``_step`` returns: the observation and, optionally, reward, end flags, outcome and extra info."""
+
+    observation: str
+    reward: float = 0.0
+    terminated: bool = False
+    truncated: bool = False
+    won: bool | None = None
+    """Set when the outcome is known (usually with ``terminated``); ``None`` keeps the previous value."""
+    score: float | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+class TextEnv(gymnasium.Env[str, str]):
+    """Base class of all text envs; see the module docstring for the contract."""
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "human"]}
+
+    #: Default recommended system prompt; envs override with their rules and action grammar.
+    system_prompt: ClassVar[str] = "You are an agent acting in a text environment. Reply with one action."
+    #: Reward bounds the env promises (checked by ``check_env``).
+    reward_bounds: ClassVar[tuple[float, float]] = (0.0, 1.0)
+    #: Reward for an invalid action (keep it inside ``reward_bounds``).
+    invalid_action_penalty: ClassVar[float] = 0.0
+    #: Longest action accepted; longer ones are rejected with an explanation (never an exception).
+    max_action_chars: ClassVar[int] = 16_384
+    #: Observations longer than this are cut with a visible marker.
+    max_observation_chars: ClassVar[int] = 65_536
+    #: Attribute names left out of snapshots (static data that never changes during an episode).
+    snapshot_exclude: ClassVar[tuple[str, ...]] = ()
+
+    _ALWAYS_EXCLUDED = frozenset({"action_space", "observation_space", "spec", "render_mode", "metadata"})
+
+    def __init__(self, render_mode: str | None = None):
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
+        self.render_mode = render_mode
+        self.action_space = UnicodeText(self.max_action_chars)
+        self.observation_space = UnicodeText(self.max_observation_chars)
+        self._episode_started = False
+        self._episode_over = False
+        self._instruction = ""
+        self._last_observation = ""
+        self._won = False
+        self._score = 0.0
+
+    # ----------------------------------------------------------------- subclass hooks
+    def _reset(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """Start an episode using ``self.np_random``; return the first observation and info.
+
+        The info should hold ``instruction`` (the task); missing standard keys are filled in by the base.
+        """
+        raise NotImplementedError
+
+    def _step(self, action: str) -> Step:
+        """Carry out a stripped, non-empty action; raise ``InvalidAction(reason)`` when it is not valid."""
+        raise NotImplementedError
+
+    def valid_actions(self) -> list[str] | None:
+        """Admissible actions in the current state, or ``None`` when they cannot be enumerated."""
+        return None
+
+    @property
+    def tools(self) -> list[dict[str, Any]] | None:
+        """OpenAI-style function schemas when the env exposes tools."""
+        return None
+
+    def state_key_material(self) -> str:
+        """Canonical text of the state as the agent can know it (hashed into ``info["state_key"]``).
+
+        The default is the instruction plus the last observation; envs whose observations do not
+        identify the state override this.
+        """
+        return self._instruction + "\x1f" + self._last_observation
+
+    # ----------------------------------------------------------------- the contract
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict]:
+        super().reset(seed=seed)
+        self._episode_started = True
+        self._episode_over = False
+        self._won, self._score = False, 0.0
+        try:
+            observation, extra = self._reset(dict(options or {}))
+        except InfraError as e:
+            observation, extra = f"The environment failed to start: {e}", {"infra_error": str(e)}
+            self._episode_over = True
+        self._instruction = str(extra.get("instruction", ""))
+        observation = self._bound_observation(observation)
+        self._last_observation = observation
+        info = self._standard_info(extra, action_valid=True, parse_error=None)
+        info.setdefault("instruction", self._instruction)
+        info.setdefault("system_prompt", self.system_prompt)
+        return observation, info
+
+    def step(self, action: Any) -> tuple[str, float, bool, bool, dict]:
+        if not self._episode_started:
+            raise ResetNeeded("step() was called before reset(); call env.reset(seed=...) first")
+        if self._episode_over:
+            return self._invalid("The episode is over; call reset() to start a new one.", terminated=True)
+        text, problem = self._coerce_action(action)
+        if problem is not None:
+            return self._invalid(problem)
+        try:
+            result = self._step(text)
+        except InvalidAction as e:
+            return self._invalid(e.reason, penalty=e.penalty)
+        except InfraError as e:
+            self._episode_over = True
+            observation = f"The environment's infrastructure failed (not your fault): {e}"
+            self._last_observation = observation
+            info = self._standard_info({"infra_error": str(e)}, action_valid=True, parse_error=None)
+            return observation, 0.0, False, True, info
+        return self._finish_step(result)
+
+    # ----------------------------------------------------------------- snapshots
+    def get_state(self) -> bytes:
+        """The whole env state (RNG included) as bytes; restore with :meth:`set_state`."""
+        payload = {"version": SNAPSHOT_VERSION, "cls": self._class_path(), "state": self._get_state()}
+        return pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def set_state(self, state: bytes) -> None:
+        """Restore a snapshot taken with :meth:`get_state` on an env of the same class."""
+        try:
+            payload = pickle.loads(state)
+        except Exception as e:  # corrupted bytes surface as many exception types
+            raise SnapshotError(f"snapshot bytes could not be decoded ({type(e).__name__}: {e})") from e
+        if not isinstance(payload, dict) or payload.get("version") != SNAPSHOT_VERSION:
+            raise SnapshotError(f"expected a version-{SNAPSHOT_VERSION} snapshot from get_state(), got something else")
+        if payload["cls"] != self._class_path():
+            raise SnapshotError(f"snapshot is of {payload['cls']}, cannot restore into {self._class_path()}")
+        self._set_state(payload["state"])
+
+    def _get_state(self) -> Any:
+        excluded = self._ALWAYS_EXCLUDED | set(self.snapshot_exclude)
+        return {k: v for k, v in vars(self).items() if k not in excluded}
+
+    def _set_state(self, state: Any) -> None:
+        self.__dict__.update(state)
+
+    # ----------------------------------------------------------------- rendering
+    def render(self) -> str | None:
+        if self.render_mode == "ansi":
+            return self._last_observation
+        if self.render_mode == "human":
+            print(self._last_observation)
+        return None
+
+    # ----------------------------------------------------------------- helpers
+    @property
+    def instruction(self) -> str:
+        return self._instruction
+
+    @property
+    def last_observation(self) -> str:
+        return self._last_observation
+
+    def state_key(self) -> str:
+        return hashlib.blake2b(self.state_key_material().encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+
+    def _class_path(self) -> str:
+        return f"{type(self).__module__}.{type(self).__qualname__}"
+
+    def _coerce_action(self, action: Any) -> tuple[str, str | None]:
+        if isinstance(action, bytes):
+            action = action.decode("utf-8", errors="replace")
+        if not isinstance(action, str):
+            return "", f"Invalid action: expected a string, got {type(action).__name__}."
+        if len(action) > self.max_action_chars:
+            return "", (
+                f"Invalid action: it is {len(action):,} characters long; the limit is "
+                f"{self.max_action_chars:,}. Reply with one short action."
+            )
+        text = action.strip()
+        if not text:
+            return "", "Invalid action: the action is empty. " + self._expected_hint()
+        return text, None
+
+    def _expected_hint(self) -> str:
+        actions = self.valid_actions()
+        if actions:
+            shown = ", ".join(actions[:8]) + (", …" if len(actions) > 8 else "")
+            return f"Valid actions now: {shown}"
+        return "Reply with one action."
+
+    def _invalid(self, reason: str, *, penalty: float | None = None, terminated: bool = False):
+        reward = self.invalid_action_penalty if penalty is None else penalty
+        observation = self._bound_observation(reason)
+        info = self._standard_info({}, action_valid=False, parse_error=reason)
+        return observation, float(reward), terminated, False, info
+
+    def _finish_step(self, result: Step):
+        if result.won is not None:
+            self._won = bool(result.won)
+        if result.score is not None:
+            self._score = float(result.score)
+        observation = self._bound_observation(result.observation)
+        self._last_observation = observation
+        if result.terminated or result.truncated:
+            self._episode_over = True
+        info = self._standard_info(result.info, action_valid=True, parse_error=None)
+        return observation, float(result.reward), bool(result.terminated), bool(result.truncated), info
+
+    def _bound_observation(self, observation: str) -> str:
+        limit = self.max_observation_chars
+        if len(observation) <= limit:
+            return observation
+        marker = TRUNCATION_MARKER.format(n=len(observation) - limit)
+        return observation[: limit - len(marker)] + marker
+
+    def _standard_info(self, extra: dict[str, Any], *, action_valid: bool, parse_error: str | None) -> dict:
+        info: dict[str, Any] = {
+            "action_valid": action_valid,
+            "parse_error": parse_error,
+            "won": self._won,
+            "score": self._score,
+            "state_key": self.state_key(),
+            "infra_error": None,
+            "metrics": {},
+        }
+        actions = self.valid_actions()
+        if actions is not None:
+            info["valid_actions"] = actions
+        tools = self.tools
+        if tools is not None:
+            info["tools"] = tools
+        info.update(extra)
+        return info

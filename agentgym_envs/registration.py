@@ -1,0 +1,110 @@
+"""The env catalogue: ids, one-line descriptions, and creation with helpful errors.
+
+Single-agent envs are registered with :func:`gymnasium.register` (so ``gymnasium.make`` finds them) and
+recorded here with a family and description (for ``agentgym list`` and the README). Multi-agent
+PettingZoo envs are recorded here only and built with :func:`make_multi`.
+Entry points are strings so that importing the package stays fast: modules load on first ``make``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import gymnasium
+
+from .core.errors import UnknownEnvError
+
+ID_PATTERN = re.compile(r"^agentgym/[A-Z][A-Za-z0-9]*(-[A-Z0-9][A-Za-z0-9]*)*-v\d+$")
+
+
+@dataclass(frozen=True)
+class CatalogueEntry:
+    id: str
+    family: str
+    description: str
+    entry_point: str
+    multi_agent: bool = False
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+_CATALOGUE: dict[str, CatalogueEntry] = {}
+
+
+def register_env(
+    id: str,
+    entry_point: str,
+    *,
+    family: str,
+    description: str,
+    max_episode_steps: int | None = None,
+    kwargs: dict[str, Any] | None = None,
+) -> None:
+    """Register a single-agent text env under ``agentgym/<Family>[-<Variant>]-v<N>``."""
+    _check_id(id)
+    gymnasium.register(id=id, entry_point=entry_point, max_episode_steps=max_episode_steps, kwargs=kwargs or {})
+    _CATALOGUE[id] = CatalogueEntry(id, family, description, entry_point, False, dict(kwargs or {}))
+
+
+def register_multi(id: str, entry_point: str, *, family: str, description: str, kwargs: dict[str, Any] | None = None) -> None:
+    """Record a multi-agent (PettingZoo) env; create it with :func:`make_multi`."""
+    _check_id(id)
+    _CATALOGUE[id] = CatalogueEntry(id, family, description, entry_point, True, dict(kwargs or {}))
+
+
+def catalogue() -> list[CatalogueEntry]:
+    """Every registered env, sorted by family then id."""
+    return sorted(_CATALOGUE.values(), key=lambda e: (e.family, e.id))
+
+
+def env_ids(family: str | None = None) -> list[str]:
+    """Ids of single-agent envs (optionally of one family)."""
+    return [e.id for e in catalogue() if not e.multi_agent and (family is None or e.family == family)]
+
+
+def multi_ids() -> list[str]:
+    """Ids of multi-agent envs."""
+    return [e.id for e in catalogue() if e.multi_agent]
+
+
+def make(id: str, *, protocol: Any = None, **kwargs: Any) -> gymnasium.Env:
+    """``gymnasium.make`` with a did-you-mean error and an optional action protocol wrapper.
+
+    ``protocol`` is a protocol name (``"plain"``, ``"react"``, ``"tags"``, ``"tool_calls"``) or instance.
+    """
+    if ":" not in id and id not in gymnasium.registry:
+        raise UnknownEnvError(unknown_id_message(id))
+    env = gymnasium.make(id, **kwargs)
+    if protocol is not None:
+        from .protocols import ActionProtocolWrapper
+
+        env = ActionProtocolWrapper(env, protocol)
+    return env
+
+
+def make_multi(id: str, **kwargs: Any) -> Any:
+    """Create a registered multi-agent env (a PettingZoo AEC env)."""
+    entry = _CATALOGUE.get(id)
+    if entry is None or not entry.multi_agent:
+        raise UnknownEnvError(unknown_id_message(id, multi_ids()))
+    return load_entry_point(entry.entry_point)(**{**entry.kwargs, **kwargs})
+
+
+def load_entry_point(entry_point: str) -> Callable[..., Any]:
+    module, _, attr = entry_point.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def unknown_id_message(id: str, known: list[str] | None = None) -> str:
+    known = known if known is not None else [e.id for e in catalogue()]
+    close = difflib.get_close_matches(id, known, n=3, cutoff=0.5)
+    hint = f" Did you mean {', '.join(close)}?" if close else " Run `agentgym list` to see every id."
+    return f"No env registered as {id!r}.{hint}"
+
+
+def _check_id(id: str) -> None:
+    if not ID_PATTERN.match(id):
+        raise ValueError(f"env ids look like agentgym/<Family>[-<Variant>]-v<N> (e.g. agentgym/Maze-Easy-v0), got {id!r}")

@@ -1,0 +1,1 @@
+"""Benchmark suites, a resumable runner, an SQLite results store and reports (shared/DESIGN.md §4)."""
