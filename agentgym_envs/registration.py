@@ -100,7 +100,9 @@ def load_entry_point(entry_point: str) -> Callable[..., Any]:
 
 def unknown_id_message(id: str, known: list[str] | None = None) -> str:
     known = known if known is not None else [e.id for e in catalogue()]
-    close = difflib.get_close_matches(id, known, n=3, cutoff=0.5)
+    # Compare without the shared "agentgym/" prefix, which would make every id look close.
+    by_name = {k.removeprefix("agentgym/"): k for k in known}
+    close = [by_name[n] for n in difflib.get_close_matches(id.removeprefix("agentgym/"), list(by_name), n=3, cutoff=0.6)]
     hint = f" Did you mean {', '.join(close)}?" if close else " Run `agentgym list` to see every id."
     return f"No env registered as {id!r}.{hint}"
 

@@ -1,0 +1,28 @@
+"""``agentgym baselines``: random and scripted-expert agents on registered envs, as a Markdown table."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("ids", nargs="*", help="env ids (default: every registered single-agent env)")
+    parser.add_argument("--episodes", type=int, default=20)
+    parser.add_argument("--seed", type=int, default=0)
+
+
+def run(args: argparse.Namespace) -> int:
+    import gymnasium
+
+    from agentgym_envs.baselines import evaluate, markdown_table
+    from agentgym_envs.registration import env_ids
+
+    results = []
+    for env_id in args.ids or env_ids():
+        agents = ["random"] + (["expert"] if hasattr(gymnasium.make(env_id).unwrapped, "expert_action") else [])
+        for agent in agents:
+            results.append(evaluate(env_id, agent, episodes=args.episodes, seed=args.seed))
+            print(f"  {env_id:<36} {agent:<7} success {results[-1].success:.2f}", flush=True)
+    print()
+    print(markdown_table(results))
+    return 0

@@ -1,0 +1,46 @@
+"""Registration: ids work from a fresh process through gymnasium's module:id syntax, with helpful errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import gymnasium
+import pytest
+
+import agentgym_envs
+from agentgym_envs.core.errors import UnknownEnvError
+
+
+def test_make_from_a_process_that_never_imported_the_package():
+    code = ("import gymnasium, sys; assert 'agentgym_envs' not in sys.modules; "
+            "e = gymnasium.make('agentgym_envs:agentgym/Maze-v0'); print(e.reset(seed=0)[0])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "Find the exit of a 6×6 maze" in out.stdout
+
+
+def test_import_then_make_and_catalogue():
+    env = gymnasium.make("agentgym/Maze-Easy-v0")
+    assert env.spec.max_episode_steps == 30
+    ids = agentgym_envs.env_ids()
+    assert {"agentgym/Maze-v0", "agentgym/GuessNumber-v0"} <= set(ids)
+    assert all(e.description for e in agentgym_envs.catalogue())
+
+
+def test_unknown_id_suggests_close_matches():
+    with pytest.raises(UnknownEnvError, match="Did you mean agentgym/Maze-v0"):
+        agentgym_envs.make("agentgym/Maze-v1")
+    with pytest.raises(UnknownEnvError, match="agentgym list"):
+        agentgym_envs.make("agentgym/Zzzzqqq-v0")
+
+
+def test_bad_ids_are_refused():
+    with pytest.raises(ValueError, match="agentgym/<Family>"):
+        agentgym_envs.register_env("maze-v0", "x:y", family="x", description="x")
+
+
+def test_import_is_light():
+    code = "import sys, agentgym_envs; print(sorted(m for m in sys.modules if m.startswith('agentgym_envs.examples.')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "['agentgym_envs.examples.register']", out.stdout + out.stderr
