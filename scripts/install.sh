@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# One-command set-up: system packages (apt, as root), then a virtualenv at .venv with the package.
+#   bash scripts/install.sh          # the package with every extra
+#   bash scripts/install.sh --dev    # the same plus test tools (what scripts/test.sh uses)
+# Re-running is cheap: apt and pip skip what is already installed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# System packages the parts need. Each part appends its own here as it lands.
+APT_PACKAGES=()
+
+if ((${#APT_PACKAGES[@]})); then
+  missing=()
+  for pkg in "${APT_PACKAGES[@]}"; do dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg"); done
+  if ((${#missing[@]})); then
+    if [ "$(id -u)" -ne 0 ]; then echo "install.sh: run as root to apt-get install: ${missing[*]}" >&2; exit 1; fi
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+  fi
+fi
+
+PYTHON=${PYTHON:-python3}
+"$PYTHON" -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
+[ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip
+extras="all"
+[ "${1:-}" = "--dev" ] && extras="all,dev"
+.venv/bin/python -m pip install -q -e ".[${extras}]"
+echo "install.sh: ready (.venv/bin/agentgym)"
