@@ -87,7 +87,8 @@ def test_infra_error_truncates_and_is_not_blamed_on_agent():
     obs, reward, terminated, truncated, info = env.step("fail")
     assert info["infra_error"] == "backend connection refused" and info["action_valid"] is True
     assert truncated and not terminated and "not your fault" in obs
-    assert "episode is over" in env.step("inc")[0]
+    obs, _, terminated, truncated, info = env.step("inc")
+    assert "episode is over" in obs and (terminated, truncated) == (False, True) and not info["action_valid"]
     env.reset(seed=1)
     assert env.step("inc")[4]["action_valid"]
 

@@ -77,7 +77,7 @@ class TextEnv(gymnasium.Env[str, str]):
     #: Attribute names left out of snapshots (static data that never changes during an episode).
     snapshot_exclude: ClassVar[tuple[str, ...]] = ()
 
-    _ALWAYS_EXCLUDED = frozenset({"action_space", "observation_space", "spec", "render_mode", "metadata"})
+    _ALWAYS_EXCLUDED = frozenset({"action_space", "observation_space", "spec", "render_mode", "metadata", "_instance_tool_schemas"})
 
     def __init__(self, render_mode: str | None = None):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -87,6 +87,7 @@ class TextEnv(gymnasium.Env[str, str]):
         self.observation_space = UnicodeText(self.max_observation_chars)
         self._episode_started = False
         self._episode_over = False
+        self._end_flags = (False, False)
         self._instruction = ""
         self._last_observation = ""
         self._won = False
@@ -131,7 +132,7 @@ class TextEnv(gymnasium.Env[str, str]):
             observation, extra = self._reset(dict(options or {}))
         except InfraError as e:
             observation, extra = f"The environment failed to start: {e}", {"infra_error": str(e)}
-            self._episode_over = True
+            self._episode_over, self._end_flags = True, (False, True)
         self._instruction = str(extra.get("instruction", ""))
         observation = self._bound_observation(observation)
         self._last_observation = observation
@@ -144,7 +145,8 @@ class TextEnv(gymnasium.Env[str, str]):
         if not self._episode_started:
             raise ResetNeeded("step() was called before reset(); call env.reset(seed=...) first")
         if self._episode_over:
-            return self._invalid("The episode is over; call reset() to start a new one.", terminated=True)
+            terminated, truncated = self._end_flags
+            return self._invalid("The episode is over; call reset() to start a new one.", terminated=terminated, truncated=truncated)
         text, problem = self._coerce_action(action)
         if problem is not None:
             return self._invalid(problem)
@@ -153,7 +155,7 @@ class TextEnv(gymnasium.Env[str, str]):
         except InvalidAction as e:
             return self._invalid(e.reason, penalty=e.penalty)
         except InfraError as e:
-            self._episode_over = True
+            self._episode_over, self._end_flags = True, (False, True)
             observation = f"The environment's infrastructure failed (not your fault): {e}"
             self._last_observation = observation
             info = self._standard_info({"infra_error": str(e)}, action_valid=True, parse_error=None)
@@ -230,11 +232,11 @@ class TextEnv(gymnasium.Env[str, str]):
             return f"Valid actions now: {shown}"
         return "Reply with one action."
 
-    def _invalid(self, reason: str, *, penalty: float | None = None, terminated: bool = False):
+    def _invalid(self, reason: str, *, penalty: float | None = None, terminated: bool = False, truncated: bool = False):
         reward = self.invalid_action_penalty if penalty is None else penalty
         observation = self._bound_observation(reason)
         info = self._standard_info({}, action_valid=False, parse_error=reason)
-        return observation, float(reward), terminated, False, info
+        return observation, float(reward), terminated, truncated, info
 
     def _finish_step(self, result: Step):
         if result.won is not None:
@@ -245,6 +247,7 @@ class TextEnv(gymnasium.Env[str, str]):
         self._last_observation = observation
         if result.terminated or result.truncated:
             self._episode_over = True
+            self._end_flags = (bool(result.terminated), bool(result.truncated))
         info = self._standard_info(result.info, action_valid=True, parse_error=None)
         return observation, float(result.reward), bool(result.terminated), bool(result.truncated), info
 

@@ -31,6 +31,7 @@ show the expected signature.
 from __future__ import annotations
 
 import ast
+import copy
 import inspect
 import json
 import re
@@ -152,6 +153,7 @@ class ToolEnv(TextEnv):
 
     system_prompt: ClassVar[str] = "You are an agent with tools. Call exactly one tool per turn."
     _tool_names: ClassVar[tuple[str, ...]] = ()
+    _tool_schemas: ClassVar[list[dict[str, Any]]] = []
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -162,7 +164,10 @@ class ToolEnv(TextEnv):
 
     @property
     def tools(self) -> list[dict[str, Any]]:
-        return self._tool_schemas
+        """The tool schemas (a per-instance copy, so a consumer editing one cannot change the class's)."""
+        if "_instance_tool_schemas" not in self.__dict__:
+            self._instance_tool_schemas = copy.deepcopy(self._tool_schemas)
+        return self._instance_tool_schemas
 
     def _step(self, action: str) -> Step:
         name, args, kwargs = parse_call(action)

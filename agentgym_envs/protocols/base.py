@@ -178,6 +178,14 @@ def join_thoughts(*parts: str | None) -> str | None:
     return "\n".join(kept) if kept else None
 
 
+def last_match(pattern: re.Pattern[str], text: str, end: int | None = None) -> re.Match[str] | None:
+    """The last non-overlapping match of ``pattern`` in ``text[:end]`` (one linear scan)."""
+    last = None
+    for last in pattern.finditer(text, 0, len(text) if end is None else end):
+        pass
+    return last
+
+
 def clip(text: str, limit: int = 80) -> str:
     """``repr`` of ``text`` cut to ``limit`` characters, for error messages that quote the model."""
     return repr(text[:limit] + ("…" if len(text) > limit else ""))

@@ -1,0 +1,106 @@
+"""Chat messages from an episode: what a chat model sees at each turn.
+
+An episode becomes ``system`` (the env's system prompt), a first ``user`` message (the first observation,
+preceded by the instruction when the observation does not already contain it), then one ``assistant`` /
+``user`` pair per turn: the model's raw reply exactly as it was sent, and the observation that followed.
+A ``window`` keeps the system message, the first user message and only the last ``window`` turns; a short
+note about the omitted turns is appended to the first user message so that roles keep alternating.
+
+Plain data, no tokenisation, deterministic: policies and the trainer render these with a chat template.
+
+>>> history = ChatHistory()
+>>> history.start("You are in a hall.", {"system_prompt": "Explore.", "instruction": "Find the exit."})
+>>> history.add("go north", "You are in a kitchen.")
+>>> history.add("go east", "You are in a garden.")
+>>> [m["role"] for m in history.messages()]
+['system', 'user', 'assistant', 'user', 'assistant', 'user']
+>>> history.messages(window=1)[1]["content"]
+'Find the exit.\\n\\nYou are in a hall.\\n\\n[1 earlier turn omitted]'
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Mapping, Sequence, TypedDict
+
+from .core.errors import ResetNeeded
+
+
+class Message(TypedDict):
+    """One chat message, in the shape chat templates and OpenAI-compatible APIs take."""
+
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+def first_user_content(observation: str, instruction: str | None) -> str:
+    """The first observation, preceded by ``instruction`` unless the observation already contains it."""
+    if not instruction or instruction in observation:
+        return observation
+    return f"{instruction}\n\n{observation}"
+
+
+def omitted_note(count: int) -> str:
+    """The note that stands in for ``count`` dropped turns."""
+    return f"[{count} earlier turn{'s' if count != 1 else ''} omitted]"
+
+
+def episode_messages(
+    system_prompt: str | None,
+    first_observation: str,
+    turns: Sequence[tuple[str, str]],
+    window: int | None = None,
+) -> list[Message]:
+    """Messages for an episode given as ``(reply, observation)`` turns, keeping the last ``window`` turns.
+
+    ``first_observation`` is used as is (see :func:`first_user_content` to prepend an instruction).
+    An empty or ``None`` system prompt gives no system message.
+
+    >>> [m["content"] for m in episode_messages("Be brief.", "start", [("a", "1"), ("b", "2")], window=1)]
+    ['Be brief.', 'start\\n\\n[1 earlier turn omitted]', 'b', '2']
+    """
+    if window is not None and window < 0:
+        raise ValueError(f"window must be None (keep every turn) or a number of turns >= 0, got {window}")
+    kept = turns if window is None or window >= len(turns) else turns[len(turns) - window:]
+    omitted = len(turns) - len(kept)
+    first = first_observation if omitted == 0 else f"{first_observation}\n\n{omitted_note(omitted)}"
+    messages: list[Message] = [Message(role="system", content=system_prompt)] if system_prompt else []
+    messages.append(Message(role="user", content=first))
+    for reply, observation in kept:
+        messages.append(Message(role="assistant", content=reply))
+        messages.append(Message(role="user", content=observation))
+    return messages
+
+
+class ChatHistory:
+    """An episode's chat, built turn by turn: ``start`` after ``reset``, ``add`` after each ``step``."""
+
+    def __init__(self) -> None:
+        self.system_prompt: str | None = None
+        self.first_observation: str | None = None
+        self.turns: list[tuple[str, str]] = []
+
+    def start(self, observation: str, info: Mapping[str, Any]) -> None:
+        """Begin an episode (forgetting any previous one) from ``reset``'s observation and info."""
+        self.system_prompt = info.get("system_prompt") or None
+        self.first_observation = first_user_content(observation, info.get("instruction"))
+        self.turns = []
+
+    def add(self, action_text: str, observation: str) -> None:
+        """Record one turn: the model's raw reply as sent, and the observation the env returned."""
+        if self.first_observation is None:
+            raise ResetNeeded("ChatHistory.add() was called before start(); call start(observation, info) after reset")
+        if not isinstance(action_text, str) or not isinstance(observation, str):
+            raise TypeError(
+                f"expected the reply and observation as str, got {type(action_text).__name__} and {type(observation).__name__}"
+            )
+        self.turns.append((action_text, observation))
+
+    def messages(self, window: int | None = None) -> list[Message]:
+        """The chat so far, ending with a user message; only the last ``window`` turns when given."""
+        if self.first_observation is None:
+            raise ResetNeeded("ChatHistory.messages() was called before start(); call start(observation, info) after reset")
+        return episode_messages(self.system_prompt, self.first_observation, self.turns, window)
+
+    def __len__(self) -> int:
+        """The number of turns recorded."""
+        return len(self.turns)

@@ -1,0 +1,112 @@
+"""ActionProtocolWrapper: any text env driven by raw model replies in a chosen format.
+
+``step(reply)`` parses the reply with the protocol and steps the inner env with the native action. A reply
+that cannot be parsed does *not* reach the env: the agent is told what was wrong and which format to use,
+``info["action_valid"]`` is ``False`` and ``info["parse_error"]`` says why, and the reward is the env's
+``invalid_action_penalty``. Every call is a turn: when the turn count reaches ``max_turns`` (the spec's
+``max_episode_steps`` by default) the episode is truncated, so a model that never formats cannot loop forever.
+
+>>> import gymnasium, agentgym_envs
+>>> env = ActionProtocolWrapper(gymnasium.make("agentgym/Maze-Easy-v0"), "react")
+>>> obs, info = env.reset(seed=0)
+>>> info["system_prompt"].endswith("holding exactly one action.")
+True
+>>> obs, reward, terminated, truncated, info = env.step("I think I will go east.")
+>>> info["action_valid"], obs.startswith("No action found")
+(False, True)
+>>> obs, reward, terminated, truncated, info = env.step("Thought: east is open.\\nAction: go east")
+>>> info["action_valid"], info["thought"]
+(True, 'east is open.')
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import gymnasium
+
+from ..core.errors import ResetNeeded
+from ..core.spaces import UnicodeText
+from .base import ActionProtocol, ParsedAction, get_protocol
+
+#: Keys of the last real info that describe the episode start or the last reply, not the current state.
+_NOT_CARRIED = ("instruction", "system_prompt", "thought")
+
+
+class ActionProtocolWrapper(gymnasium.Wrapper[str, str, str, str]):
+    """Parse raw model replies with ``protocol`` and step ``env`` with the native action."""
+
+    #: Longest reply that is parsed; longer ones are rejected unread (bounds the work per turn).
+    max_reply_chars: ClassVar[int] = 1 << 20
+
+    def __init__(self, env: gymnasium.Env, protocol: str | ActionProtocol = "plain", *, max_turns: int | None = None):
+        super().__init__(env)
+        self.protocol = get_protocol(protocol)
+        self._base = env.unwrapped
+        spec = env.spec
+        self.max_turns = max_turns if max_turns is not None else (spec.max_episode_steps if spec is not None else None)
+        if self.max_turns is not None and self.max_turns < 1:
+            raise ValueError(f"max_turns must be at least 1 (or None for no limit), got {self.max_turns}")
+        self.action_space = UnicodeText(self.max_reply_chars)
+        self._penalty = float(getattr(self._base, "invalid_action_penalty", 0.0))
+        self._turns = 0
+        self._over = False
+        self._last_info: dict[str, Any] | None = None
+        self._format = ""
+
+    @property
+    def turns(self) -> int:
+        """Replies received this episode, parsed or not."""
+        return self._turns
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        observation, info = self.env.reset(seed=seed, options=options)
+        self._turns, self._over = 0, False
+        self._format = self.protocol.instructions(self._base)
+        prompt = info.get("system_prompt") or ""
+        info["system_prompt"] = f"{prompt}\n\n{self._format}" if prompt else self._format
+        tools = self.protocol.tools(self._base)
+        if tools is not None:
+            info["tools"] = tools
+        self._last_info = info
+        return observation, info
+
+    def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        if self._last_info is None:
+            raise ResetNeeded("step() was called before reset(); call env.reset(seed=...) first")
+        if self._over:
+            return self._rejected(ParsedAction(None, "The episode is over; call reset() to start a new one."), terminated=True)
+        self._turns += 1
+        if isinstance(action, str) and len(action) > self.max_reply_chars:
+            error = f"The reply is {len(action):,} characters long; the limit is {self.max_reply_chars:,}."
+            return self._rejected(ParsedAction(None, error))
+        parsed = self.protocol.parse(action, self._base)
+        if parsed.error is not None:
+            return self._rejected(parsed)
+        observation, reward, terminated, truncated, info = self.env.step(parsed.action)
+        if parsed.thought is not None:
+            info["thought"] = parsed.thought
+        self.protocol.update_step_info(info, self._base)
+        if not (terminated or truncated) and self._limit_reached():
+            truncated = True
+        self._over = bool(terminated or truncated)
+        self._last_info = info
+        return observation, reward, terminated, truncated, info
+
+    def _limit_reached(self) -> bool:
+        return self.max_turns is not None and self._turns >= self.max_turns
+
+    def _rejected(self, parsed: ParsedAction, *, terminated: bool = False) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """A turn that never reached the env: the last real info, marked invalid, with the reason."""
+        info = dict(self._last_info)  # type: ignore[arg-type]
+        for key in _NOT_CARRIED:
+            info.pop(key, None)
+        info["action_valid"], info["parse_error"], info["metrics"] = False, parsed.error, {}
+        if parsed.thought is not None:
+            info["thought"] = parsed.thought
+        if terminated:
+            return str(parsed.error), 0.0, True, False, info
+        truncated = self._limit_reached()
+        self._over = truncated
+        observation = f"{parsed.error}\nReply format: {self._format}"
+        return observation, self._penalty, False, truncated, info
