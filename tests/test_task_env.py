@@ -53,3 +53,12 @@ def test_snapshot_leaves_task_set_out_and_restores_task():
     other.reset(options={"task_index": 1})
     other.set_state(snapshot)
     assert other.task.id == "add-7" and other.step("14")[1] == 1.0
+
+
+def test_task_index_accepts_numpy_integers():
+    import numpy as np
+
+    env = Arithmetic()
+    assert env.reset(options={"task_index": np.int64(2)})[1]["task_id"] == "add-2"
+    with pytest.raises(ValueError, match="task_index must be an int"):
+        env.reset(options={"task_index": 2.5})

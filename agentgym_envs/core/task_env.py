@@ -10,6 +10,7 @@ episode ends. Multi-turn task envs override ``_step`` and call :meth:`TaskEnv.fi
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Sequence
 
@@ -65,7 +66,11 @@ class TaskEnv(TextEnv):
         index = options.get("task_index")
         if index is None:
             index = int(self.np_random.integers(self.num_tasks))
-        if not isinstance(index, int) or not 0 <= index < self.num_tasks:
+        try:
+            index = operator.index(index)  # accepts numpy integers too
+        except TypeError:
+            raise ValueError(f"task_index must be an int in [0, {self.num_tasks}), got {index!r}") from None
+        if not 0 <= index < self.num_tasks:
             raise ValueError(f"task_index must be an int in [0, {self.num_tasks}), got {index!r}")
         self.task_index, self.task = index, self.tasks[index]
         return self.first_observation(self.task), {"instruction": self.task.instruction, "task_id": self.task.id}

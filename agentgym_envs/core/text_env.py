@@ -25,8 +25,12 @@ Contract (``shared/DESIGN.md`` §1), enforced here so that subclasses cannot bre
   only restore bytes you produced.
 
 Subclasses implement ``_reset(options) -> (observation, info)`` and ``_step(action) -> Step``, and may
-override ``valid_actions()``, ``tools`` (see :class:`~agentgym_envs.core.tool_env.ToolEnv`),
+override ``valid_actions()``, ``tools`` (see :class:`~agentgym_envs.core.tool_env.ToolEnv`), ``metrics()``,
 ``state_key_material()`` and, if they have a scripted solver, ``expert_action()``.
+
+Reserved attribute names (set by gymnasium or this base; don't store your own data there): ``spec``,
+``np_random``, ``unwrapped``, ``render_mode``, ``metadata``, ``action_space``, ``observation_space``,
+``instruction``, ``tools``.
 """
 
 from __future__ import annotations
@@ -113,6 +117,13 @@ class TextEnv(gymnasium.Env[str, str]):
     def tools(self) -> list[dict[str, Any]] | None:
         """OpenAI-style function schemas when the env exposes tools."""
         return None
+
+    def metrics(self) -> dict[str, float]:
+        """Numbers about the current state worth logging, in ``info["metrics"]`` on every step (also invalid ones).
+
+        A step's own ``Step.info["metrics"]`` is merged on top.
+        """
+        return {}
 
     def state_key_material(self) -> str:
         """Canonical text of the state as the agent can know it (hashed into ``info["state_key"]``).
@@ -266,7 +277,7 @@ class TextEnv(gymnasium.Env[str, str]):
             "score": self._score,
             "state_key": self.state_key(),
             "infra_error": None,
-            "metrics": {},
+            "metrics": self.metrics(),
         }
         actions = self.valid_actions()
         if actions is not None:
@@ -274,5 +285,8 @@ class TextEnv(gymnasium.Env[str, str]):
         tools = self.tools
         if tools is not None:
             info["tools"] = tools
+        step_metrics = extra.get("metrics")
         info.update(extra)
+        if step_metrics:
+            info["metrics"] = {**self.metrics(), **step_metrics}
         return info
