@@ -88,7 +88,7 @@ def test_infra_error_truncates_and_is_not_blamed_on_agent():
     assert info["infra_error"] == "backend connection refused" and info["action_valid"] is True
     assert truncated and not terminated and "not your fault" in obs
     obs, _, terminated, truncated, info = env.step("inc")
-    assert "episode is over" in obs and (terminated, truncated) == (False, True) and not info["action_valid"]
+    assert info["infra_error"] == "backend connection refused" and (terminated, truncated) == (False, True)
     env.reset(seed=1)
     assert env.step("inc")[4]["action_valid"]
 
@@ -148,3 +148,17 @@ def test_same_seed_same_actions_same_trajectory(actions, seed):
         return out
 
     assert rollout() == rollout()
+
+
+class FailsToStart(Counter):
+    def _reset(self, options):
+        raise InfraError("simulator did not boot")
+
+
+def test_failed_reset_reports_infra_error_on_later_steps_too():
+    env = FailsToStart()
+    obs, info = env.reset(seed=0)
+    assert info["infra_error"] == "simulator did not boot" and "not your fault" in obs
+    obs, reward, terminated, truncated, info = env.step("inc")
+    assert info["infra_error"] == "simulator did not boot" and info["action_valid"] is True
+    assert (reward, terminated, truncated) == (0.0, False, True)

@@ -20,6 +20,8 @@ Contract (``shared/DESIGN.md`` §1), enforced here so that subclasses cannot bre
   ``state_key``, ``infra_error``, ``metrics``, plus ``valid_actions``/``tools`` where the env provides
   them; on reset also ``instruction`` and ``system_prompt``.
 * **Snapshots.** ``get_state() -> bytes`` / ``set_state(bytes)`` round-trip the whole env (RNG included).
+  They live on the unwrapped env: wrappers' counters (``TimeLimit``'s elapsed steps) are not included, so
+  a branch restored mid-episode keeps the restoring wrapper's step count.
   The default pickles the instance's attributes except ``snapshot_exclude`` (static data such as task
   sets); override ``_get_state``/``_set_state`` for anything that does not pickle. Snapshots are pickles:
   only restore bytes you produced.
@@ -92,6 +94,7 @@ class TextEnv(gymnasium.Env[str, str]):
         self._episode_started = False
         self._episode_over = False
         self._end_flags = (False, False)
+        self._infra_error: str | None = None
         self._instruction = ""
         self._last_observation = ""
         self._won = False
@@ -138,12 +141,12 @@ class TextEnv(gymnasium.Env[str, str]):
         super().reset(seed=seed)
         self._episode_started = True
         self._episode_over = False
-        self._won, self._score = False, 0.0
+        self._won, self._score, self._infra_error = False, 0.0, None
         try:
             observation, extra = self._reset(dict(options or {}))
         except InfraError as e:
-            observation, extra = f"The environment failed to start: {e}", {"infra_error": str(e)}
-            self._episode_over, self._end_flags = True, (False, True)
+            observation, extra = f"The environment failed to start (not your fault): {e}", {"infra_error": str(e)}
+            self._episode_over, self._end_flags, self._infra_error = True, (False, True), str(e)
         self._instruction = str(extra.get("instruction", ""))
         observation = self._bound_observation(observation)
         self._last_observation = observation
@@ -155,6 +158,8 @@ class TextEnv(gymnasium.Env[str, str]):
     def step(self, action: Any) -> tuple[str, float, bool, bool, dict]:
         if not self._episode_started:
             raise ResetNeeded("step() was called before reset(); call env.reset(seed=...) first")
+        if self._episode_over and self._infra_error is not None:
+            return self._infra_failed(self._infra_error)
         if self._episode_over:
             terminated, truncated = self._end_flags
             return self._invalid("The episode is over; call reset() to start a new one.", terminated=terminated, truncated=truncated)
@@ -166,11 +171,7 @@ class TextEnv(gymnasium.Env[str, str]):
         except InvalidAction as e:
             return self._invalid(e.reason, penalty=e.penalty)
         except InfraError as e:
-            self._episode_over, self._end_flags = True, (False, True)
-            observation = f"The environment's infrastructure failed (not your fault): {e}"
-            self._last_observation = observation
-            info = self._standard_info({"infra_error": str(e)}, action_valid=True, parse_error=None)
-            return observation, 0.0, False, True, info
+            return self._infra_failed(str(e))
         return self._finish_step(result)
 
     # ----------------------------------------------------------------- snapshots
@@ -242,6 +243,13 @@ class TextEnv(gymnasium.Env[str, str]):
             shown = ", ".join(actions[:8]) + (", …" if len(actions) > 8 else "")
             return f"Valid actions now: {shown}"
         return "Reply with one action."
+
+    def _infra_failed(self, error: str):
+        """Truncate the episode because the env's own machinery failed; the agent is not blamed."""
+        self._episode_over, self._end_flags, self._infra_error = True, (False, True), error
+        observation = f"The environment's infrastructure failed (not your fault): {error}"
+        info = self._standard_info({"infra_error": error}, action_valid=True, parse_error=None)
+        return observation, 0.0, False, True, info
 
     def _invalid(self, reason: str, *, penalty: float | None = None, terminated: bool = False, truncated: bool = False):
         reward = self.invalid_action_penalty if penalty is None else penalty
