@@ -21,10 +21,13 @@ Agent = Callable[[gymnasium.Env, np.random.Generator], str]
 
 
 def random_agent(env: gymnasium.Env, rng: np.random.Generator) -> str:
-    """Uniform over the env's valid actions; a sample of the action space when it lists none."""
-    actions = env.unwrapped.valid_actions() if hasattr(env.unwrapped, "valid_actions") else None
+    """Uniform over the env's valid actions; else the env's ``random_action(rng)``; else a space sample."""
+    base = env.unwrapped
+    actions = base.valid_actions() if hasattr(base, "valid_actions") else None
     if actions:
         return actions[int(rng.integers(len(actions)))]
+    if hasattr(base, "random_action"):
+        return base.random_action(rng)
     return env.action_space.sample()
 
 

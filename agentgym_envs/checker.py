@@ -124,14 +124,13 @@ class _Context:
                 pass
 
 
-def choose_action(env: gymnasium.Env, rng: np.random.Generator, last_info: dict | None = None) -> str:
-    base = env.unwrapped
-    if hasattr(base, "expert_action"):
-        return base.expert_action()
-    actions = base.valid_actions() if hasattr(base, "valid_actions") else None
-    if actions:
-        return actions[int(rng.integers(len(actions)))]
-    return env.action_space.sample()
+def choose_action(env: gymnasium.Env, rng: np.random.Generator) -> str:
+    """The expert's action when there is one, else the random baseline's."""
+    if hasattr(env.unwrapped, "expert_action"):
+        return env.unwrapped.expert_action()
+    from .baselines import random_agent
+
+    return random_agent(env, rng)
 
 
 # ----------------------------------------------------------------------------- the checks
@@ -243,6 +242,22 @@ def _check_valid_actions(ctx: _Context):
     return ("skip", "env lists no valid actions") if tried == 0 else f"{tried} listed actions accepted"
 
 
+def _check_random_action(ctx: _Context):
+    env = ctx.new().unwrapped
+    if not hasattr(env, "random_action"):
+        return "skip", "env has no random_action()"
+    env.reset(seed=ctx.seed)
+    rng = np.random.default_rng(ctx.seed)
+    for i in range(20):
+        action = env.random_action(rng)
+        assert isinstance(action, str), f"random_action() should return str, got {type(action).__name__}"
+        _, _, terminated, truncated, info = env.step(action)
+        assert info["action_valid"], f"random_action() gave a rejected action {action!r:.60}: {info.get('parse_error')}"
+        if terminated or truncated:
+            env.reset(seed=ctx.seed + i + 1)
+    return "20 random actions accepted"
+
+
 def _check_task_index(ctx: _Context):
     env = ctx.new()
     n = getattr(env.unwrapped, "num_tasks", None)
@@ -261,7 +276,8 @@ def _check_expert(ctx: _Context):
         return "skip", "env has no expert_action()"
     env.reset(seed=ctx.seed)
     won, steps = False, 0
-    for steps in range(1, ctx.max_steps * 5 + 1):
+    limit = env.spec.max_episode_steps if env.spec and env.spec.max_episode_steps else ctx.max_steps * 5
+    for steps in range(1, limit + 1):
         action = env.unwrapped.expert_action()
         _, _, terminated, truncated, info = env.step(action)
         assert info["action_valid"], f"expert action {action!r} was rejected: {info.get('parse_error')}"
@@ -280,6 +296,7 @@ CHECKS: list[tuple[str, Callable[[_Context], Any]]] = [
     ("fuzzed_actions", _check_fuzz),
     ("snapshot_roundtrip", _check_snapshot),
     ("valid_actions", _check_valid_actions),
+    ("random_action", _check_random_action),
     ("task_index", _check_task_index),
     ("expert", _check_expert),
 ]

@@ -28,7 +28,11 @@ Contract (``shared/DESIGN.md`` §1), enforced here so that subclasses cannot bre
 
 Subclasses implement ``_reset(options) -> (observation, info)`` and ``_step(action) -> Step``, and may
 override ``valid_actions()``, ``tools`` (see :class:`~agentgym_envs.core.tool_env.ToolEnv`), ``metrics()``,
-``state_key_material()`` and, if they have a scripted solver, ``expert_action()``.
+``state_key_material()``, if they have a scripted solver ``expert_action()``, and, when admissible actions
+are too many to list, ``random_action(rng) -> str`` (a random well-formed move: the random baseline).
+
+``info["system_prompt"]`` is the authority on the prompt (``_reset`` may put one that depends on make
+kwargs there); the ``system_prompt`` class attribute is only the default.
 
 Reserved attribute names (set by gymnasium or this base; don't store your own data there): ``spec``,
 ``np_random``, ``unwrapped``, ``render_mode``, ``metadata``, ``action_space``, ``observation_space``,

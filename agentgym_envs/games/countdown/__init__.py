@@ -1,0 +1,1 @@
+"""Countdown numbers round: rules (moves, solver, generator), the safe expression parser, and two envs."""

@@ -1,0 +1,1 @@
+"""Mastermind: rules (pegs, the codebreaker) and the env."""

@@ -1,0 +1,1 @@
+"""Minesweeper: rules (deduction, no-guess generation) and the env."""

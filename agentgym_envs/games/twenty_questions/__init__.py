@@ -1,0 +1,1 @@
+"""Twenty Questions: the object table, rules (keyword matching, answerer, questioner) and the env."""

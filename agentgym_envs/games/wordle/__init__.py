@@ -1,0 +1,1 @@
+"""Wordle: rules (feedback, hard mode, solver), the word lists, and the env."""
