@@ -89,3 +89,17 @@ def test_broken_env_fails_its_check(env_cls, check):
     failed, report = _failed(env_cls)
     assert check in failed, str(report)
     assert "verdict: FAILED" in str(report)
+
+
+class RefusesSnapshots(Good):
+    def get_state(self):
+        from agentgym_envs.core import SnapshotError
+
+        raise SnapshotError("state lives in a live shell")
+
+
+def test_env_refusing_snapshots_is_skipped_with_the_reason():
+    report = check_env(RefusesSnapshots)
+    results = {r.name: r for r in report.results}
+    assert report.passed, str(report)
+    assert results["snapshot_roundtrip"].status == "skip" and "live shell" in results["snapshot_roundtrip"].detail
