@@ -91,3 +91,29 @@ def test_parse_call_only_raises_invalid_action(text):
     except InvalidAction:
         return
     assert isinstance(name, str) and isinstance(args, list) and isinstance(kwargs, dict)
+
+
+class Documented(ToolEnv):
+    def _reset(self, options):
+        return "", {}
+
+    @tool
+    def find(self, query: str, limit: int | None = None) -> str:
+        """Find things.
+
+        Args:
+            query: what to look for, written
+                over two lines.
+            limit: at most this many.
+        """
+        return f"{query}:{limit}"
+
+
+def test_schema_handles_optional_and_multiline_descriptions():
+    props = Documented().tools[0]["function"]["parameters"]["properties"]
+    assert props["query"]["description"] == "what to look for, written over two lines."
+    assert props["limit"] == {"type": "integer", "description": "at most this many."}
+    env = Documented()
+    env.reset(seed=0)
+    assert env.step("find('x', limit=2)")[0] == "x:2"
+    assert "Invalid call to find(query: str" in env.step("find()")[0]

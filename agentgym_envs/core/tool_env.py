@@ -35,6 +35,7 @@ import copy
 import inspect
 import json
 import re
+import types
 import typing
 from typing import Any, Callable, ClassVar
 
@@ -55,21 +56,28 @@ def _arg_docs(doc: str) -> tuple[str, dict[str, str]]:
     lines = inspect.cleandoc(doc or "").splitlines()
     summary = lines[0] if lines else ""
     described: dict[str, str] = {}
-    in_args = False
+    in_args, current = False, ""
     for line in lines[1:]:
         if line.strip() in ("Args:", "Arguments:", "Parameters:"):
             in_args = True
             continue
         match = re.match(r"\s+(\w+)(?: \(.*?\))?: (.*)", line) if in_args else None
         if match:
-            described[match.group(1)] = match.group(2).strip()
+            current = match.group(1)
+            described[current] = match.group(2).strip()
         elif in_args and line and not line.startswith(" "):
             in_args = False
+        elif in_args and line.strip() and described:  # a continuation line of the last argument
+            described[current] += " " + line.strip()
     return summary, described
 
 
 def _json_type(annotation: Any) -> dict[str, Any]:
     origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        members = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(members) == 1:  # Optional[X] is described as X (None is the default, not a value to send)
+            return _json_type(members[0])
     if origin is typing.Literal:
         values = list(typing.get_args(annotation))
         return {"type": _JSON_TYPES.get(type(values[0]), "string"), "enum": values}
@@ -154,6 +162,7 @@ class ToolEnv(TextEnv):
     system_prompt: ClassVar[str] = "You are an agent with tools. Call exactly one tool per turn."
     _tool_names: ClassVar[tuple[str, ...]] = ()
     _tool_schemas: ClassVar[list[dict[str, Any]]] = []
+    _tool_signatures: ClassVar[dict[str, tuple[inspect.Signature, dict[str, Any]]]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -161,6 +170,11 @@ class ToolEnv(TextEnv):
             name for name, member in inspect.getmembers(cls, callable) if getattr(member, "__agentgym_tool__", False)
         )
         cls._tool_schemas = [tool_schema(getattr(cls, name)) for name in cls._tool_names]
+        # Signatures and resolved hints per tool, computed once: binding runs on every step.
+        cls._tool_signatures = {
+            name: (inspect.signature(getattr(cls, name), eval_str=True), typing.get_type_hints(getattr(cls, name)))
+            for name in cls._tool_names
+        }
 
     @property
     def tools(self) -> list[dict[str, Any]]:
@@ -174,17 +188,18 @@ class ToolEnv(TextEnv):
         if name not in self._tool_names:
             raise InvalidAction(f"Unknown tool {name!r}; available tools: {', '.join(self._tool_names)}.")
         method = getattr(self, name)
-        bound = self._bind(method, args, kwargs)
+        bound = self._bind(name, args, kwargs)
         result = method(*bound.args, **bound.kwargs)
         return result if isinstance(result, Step) else Step(observation=str(result))
 
-    def _bind(self, method: Callable, args: list[Any], kwargs: dict[str, Any]) -> inspect.BoundArguments:
-        signature = inspect.signature(method)
+    def _bind(self, name: str, args: list[Any], kwargs: dict[str, Any]) -> inspect.BoundArguments:
+        signature, hints = self._tool_signatures[name]
         try:
-            bound = signature.bind(*args, **kwargs)
+            bound = signature.bind(None, *args, **kwargs)  # None stands in for self (an unbound signature)
         except TypeError as e:
-            raise InvalidAction(f"Invalid call to {method.__name__}{signature}: {e}.") from None
-        hints = typing.get_type_hints(method)
+            shown = str(signature).replace("(self, ", "(").replace("(self)", "()")
+            raise InvalidAction(f"Invalid call to {name}{shown}: {e}.") from None
+        bound.arguments.pop("self", None)
         for name, value in list(bound.arguments.items()):
             bound.arguments[name] = _coerce(value, hints.get(name, str), name)
         return bound
