@@ -62,3 +62,24 @@ def test_task_index_accepts_numpy_integers():
     assert env.reset(options={"task_index": np.int64(2)})[1]["task_id"] == "add-2"
     with pytest.raises(ValueError, match="task_index must be an int"):
         env.reset(options={"task_index": 2.5})
+
+
+def test_snapshot_into_a_different_task_set_is_refused():
+    class Fewer(Arithmetic):
+        def __init__(self):
+            TaskEnv.__init__(self, TASKS[:3])
+
+    env = Arithmetic()
+    env.reset(options={"task_index": 7})
+    from agentgym_envs.core import SnapshotError
+
+    with pytest.raises(SnapshotError, match="same split"):
+        _restore_as(Fewer, env.get_state())
+
+
+def _restore_as(cls, snapshot):
+    # set_state checks the class path first, so bypass it to test the task-set guard itself.
+    import pickle
+
+    target = cls()
+    target._set_state(pickle.loads(snapshot)["state"])

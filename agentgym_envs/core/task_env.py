@@ -1,6 +1,7 @@
 """Task envs: a dataset of tasks plus a verifier.
 
-A :class:`TaskEnv` is built on a finite task set per split. It exposes ``num_tasks``;
+A :class:`TaskEnv` is built on a finite task set per split. A task's ``instruction`` may be generic when the
+real objective is only known once the episode starts (a generated game): put that in the reset info. It exposes ``num_tasks``;
 ``reset(options={"task_index": i})`` picks task ``i`` deterministically (evaluation and leaderboards
 iterate tasks this way), and a plain ``reset(seed=s)`` draws a task with the env's own RNG.
 
@@ -14,6 +15,7 @@ import operator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Sequence
 
+from .errors import SnapshotError
 from .text_env import Step, TextEnv
 
 
@@ -87,8 +89,16 @@ class TaskEnv(TextEnv):
     def _get_state(self) -> Any:
         state = super()._get_state()
         state.pop("task", None)  # rebuilt from task_index so snapshots stay small
+        state["_task_id"] = self.task.id  # checked on restore: the task set must be the same
         return state
 
     def _set_state(self, state: Any) -> None:
+        index, task_id = state.get("task_index"), state.get("_task_id")
+        if not isinstance(index, int) or not 0 <= index < self.num_tasks or self.tasks[index].id != task_id:
+            raise SnapshotError(
+                f"snapshot is of task {task_id!r} (index {index}), which this env's task set does not hold at that "
+                "index; restore snapshots into an env made with the same split and options"
+            )
+        state = {k: v for k, v in state.items() if k != "_task_id"}
         super()._set_state(state)
         self.task = self.tasks[self.task_index]
