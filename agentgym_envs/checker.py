@@ -84,7 +84,7 @@ def check_env(env: str | EnvFactory | gymnasium.Env, *, seed: int = 0, max_steps
         except Exception as e:  # a check that crashes is a failed check, reported with where it happened
             status, detail = "fail", f"{type(e).__name__}: {e} [{_where(e)}]"
         report.results.append(CheckResult(name, status, detail))
-    context.close()
+        context.close()
     return report
 
 
@@ -104,7 +104,7 @@ class _Context:
     def actions(self) -> list[str]:
         """A deterministic action sequence: the expert's, else valid actions, else space samples."""
         if self._actions is None:
-            env = self.new()
+            env = self.factory()
             env.reset(seed=self.seed)
             rng = np.random.default_rng(self.seed)
             self._actions = []
@@ -114,14 +114,17 @@ class _Context:
                 _, _, terminated, truncated, _ = env.step(action)
                 if terminated or truncated:
                     break
+            env.close()
         return self._actions
 
     def close(self) -> None:
+        """Close every env made so far (after each check, so heavy envs — browsers — don't pile up)."""
         for env in self._envs:
             try:
                 env.close()
             except Exception:  # closing is best effort; a failed close is reported by gymnasium's check
                 pass
+        self._envs.clear()
 
 
 def choose_action(env: gymnasium.Env, rng: np.random.Generator) -> str:

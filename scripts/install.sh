@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # System packages the parts need. Each part appends its own here as it lands.
-APT_PACKAGES=()
+APT_PACKAGES=(chromium chromium-driver)  # web: browser mode and its tests
 
 if ((${#APT_PACKAGES[@]})); then
   missing=()
