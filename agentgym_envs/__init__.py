@@ -17,7 +17,7 @@ from .registration import catalogue, env_ids, make, make_multi, multi_ids, regis
 __version__ = "0.1.0"
 
 #: Each family registers its ids from a light ``<family>/register.py`` (entry points are strings).
-_FAMILIES = ("examples", "household", "games", "games.multiagent", "games.textworld", "search", "web", "tutoring")
+_FAMILIES = ("examples", "household", "games", "games.multiagent", "games.textworld", "search", "web", "tutoring", "terminal")
 
 for _family in _FAMILIES:
     importlib.import_module(f"{__name__}.{_family}.register")

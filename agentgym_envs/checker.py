@@ -193,6 +193,7 @@ def _check_fuzz(ctx: _Context):
         assert isinstance(obs, str), f"hostile action {label}: observation is {type(obs).__name__}"
         assert low <= reward <= high, f"hostile action {label}: reward {reward} outside {(low, high)}"
         _assert_info(info, STEP_KEY_TYPES, f"hostile action {label}")
+        assert info["infra_error"] is None, f"hostile action {label} broke the env's infrastructure: {info['infra_error']}"
         if terminated or truncated:
             env.reset(seed=ctx.seed)
     return f"{len(hostile_actions())} hostile actions, none raised"

@@ -1,1 +1,79 @@
-"""Isolated execution of untrusted commands and code (shared/DESIGN.md §2). Lands with the sandbox issue."""
+"""Isolated execution of untrusted commands and code (shared/DESIGN.md §2).
+
+>>> import sandboxes
+>>> with sandboxes.make("bwrap", memory_mb=512) as box:               # doctest: +SKIP
+...     box.write_file("hello.py", b"print('hi')")
+...     box.run("python3 hello.py", timeout=10).stdout
+b'hi\\n'
+
+Backends (each a :class:`Sandbox`): ``"bwrap"`` (bubblewrap namespaces, the default on Linux),
+``"docker"`` (a container through the Docker SDK) and ``"unsafe"`` (a plain host process, trusted
+debugging only). All run the same in-sandbox supervisor, which is what makes a live shell session
+(:meth:`~sandboxes.supervised.SupervisedSandbox.open_shell`) answer in well under a millisecond.
+:class:`SandboxPool` keeps sandboxes warm; :class:`PythonRunner` drives untrusted Python inside one over
+JSON lines. ``scripts/setup_sandboxes.sh`` installs what the real backends need.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import ExecResult, Limits, Sandbox, SandboxDied, SandboxError, SandboxUnavailable, ShellResult
+from .image import bwrap_problem, docker_problem
+from .pool import SandboxPool
+from .runner import PythonRunner, RunnerError
+from .supervised import ShellSession, SupervisedSandbox
+
+BACKENDS = ("bwrap", "docker", "unsafe")
+REAL_BACKENDS = ("bwrap", "docker")
+
+
+def make(backend: str = "bwrap", limits: Limits | None = None, **options: Any) -> SupervisedSandbox:
+    """Start a sandbox. ``options`` are :class:`Limits` fields or backend options (``image=`` for Docker).
+
+    Raises :class:`SandboxUnavailable` (with the remedy) when the backend cannot run on this machine.
+    """
+    if backend == "bwrap":
+        from .backends.bwrap import BwrapSandbox
+
+        return BwrapSandbox(limits, **options)
+    if backend == "docker":
+        from .backends.docker import DockerSandbox
+
+        return DockerSandbox(limits, **options)
+    if backend == "unsafe":
+        from .backends.unsafe import UnsafeLocalSandbox
+
+        return UnsafeLocalSandbox(limits, **options)
+    raise ValueError(f"backend must be one of {BACKENDS} (unsafe only for trusted code), got {backend!r}")
+
+
+def unavailable_reason(backend: str) -> str | None:
+    """Why ``backend`` cannot run here (with the fix), or ``None`` when it can."""
+    if backend == "bwrap":
+        return bwrap_problem()
+    if backend == "docker":
+        return docker_problem()
+    if backend == "unsafe":
+        return None
+    raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+
+
+__all__ = [
+    "BACKENDS",
+    "REAL_BACKENDS",
+    "ExecResult",
+    "Limits",
+    "PythonRunner",
+    "RunnerError",
+    "Sandbox",
+    "SandboxDied",
+    "SandboxError",
+    "SandboxPool",
+    "SandboxUnavailable",
+    "ShellResult",
+    "ShellSession",
+    "SupervisedSandbox",
+    "make",
+    "unavailable_reason",
+]

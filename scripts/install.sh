@@ -18,6 +18,13 @@ if ((${#APT_PACKAGES[@]})); then
   fi
 fi
 
+# Sandboxes (bubblewrap + Docker, a Debian rootfs and image built locally): idempotent, fast when done.
+if [ "$(id -u)" -eq 0 ]; then
+  bash scripts/setup_sandboxes.sh
+else
+  echo "install.sh: not root; skipping scripts/setup_sandboxes.sh (the terminal env and sandboxes need it)" >&2
+fi
+
 PYTHON=${PYTHON:-python3}
 "$PYTHON" -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv

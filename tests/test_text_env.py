@@ -162,3 +162,17 @@ def test_failed_reset_reports_infra_error_on_later_steps_too():
     obs, reward, terminated, truncated, info = env.step("inc")
     assert info["infra_error"] == "simulator did not boot" and info["action_valid"] is True
     assert (reward, terminated, truncated) == (0.0, False, True)
+
+
+def test_lone_surrogates_are_replaced_before_the_env_sees_them():
+    seen = []
+
+    class Recorder(Counter):
+        def _step(self, action):
+            seen.append(action)
+            return super()._step(action)
+
+    env = Recorder()
+    env.reset(seed=0)
+    env.step("in\ud800c")
+    assert seen == ["in\ufffdc"] and seen[0].encode("utf-8")

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import hashlib
 import pickle
+import re
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -52,6 +53,7 @@ from .errors import InfraError, InvalidAction, ResetNeeded, SnapshotError
 from .spaces import UnicodeText
 
 SNAPSHOT_VERSION = 1
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 TRUNCATION_MARKER = "\n…[truncated {n} characters]"
 
 
@@ -237,6 +239,10 @@ class TextEnv(gymnasium.Env[str, str]):
                 f"{self.max_action_chars:,}. Reply with one short action."
             )
         text = action.strip()
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # lone surrogates: make the text safe to forward as UTF-8 (pipes, sockets)
+            text = _LONE_SURROGATE.sub("\ufffd", text)
         if not text:
             return "", "Invalid action: the action is empty. " + self._expected_hint()
         return text, None

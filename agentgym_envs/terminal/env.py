@@ -1,0 +1,191 @@
+"""The terminal env: an agent works in a live bash session inside a sandbox until it submits.
+
+Action: a shell command, or a ``bash(command)`` / ``submit()`` tool call (JSON or call syntax). Each
+command runs in the episode's persistent shell (cwd, variables, functions and files carry over) with a
+wall-clock limit; the observation is its stdout, stderr (each clipped with a marker), notes (timeout,
+shell restarted) and ``[exit code N] cwd$``. ``submit`` ends the episode: the task's tests run inside the
+sandbox, reward = fraction passed, ``won`` = all passed. Other steps give reward 0.
+
+Extra info keys: ``exit_code`` and ``cwd`` on command steps, ``tests`` (name → passed) on submit,
+``task_id`` on reset. A sandbox failure (not the agent's doing) truncates the episode with
+``info["infra_error"]``; the next ``reset`` starts a fresh sandbox.
+
+Snapshots replay: ``get_state`` records the task and the commands run so far; ``set_state`` rebuilds a
+pristine sandbox, installs the task and replays them. This reproduces the state exactly for commands that
+are deterministic (everything in the shipped solutions; git dates are pinned), but not for commands that
+read the clock, randomness or process ids — a live shell itself cannot be pickled.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+import sandboxes
+from sandboxes import Limits, SandboxError
+
+from ..core.errors import InfraError, SnapshotError
+from ..core.task_env import TaskEnv
+from ..core.text_env import Step
+from .render import TOOLS, parse_action, render_result
+from .task import CommandTests, TerminalTask, install
+
+DEFAULT_WRITABLE = ("/work", "/tmp", "/home/agent")
+IMAGE_WRITABLE = ("/tmp", "/tests", "/logs", "/solution")
+RANDOM_COMMANDS = ("ls", "ls -la", "pwd", "find . -maxdepth 2 | head -n 20", "cat *.txt | head -n 20", "whoami",
+                   "echo hello", "git status", "wc -l * | tail -n 1", "env | sort | head -n 5", "submit")
+
+
+class TerminalEnv(TaskEnv):
+    """Shell tasks in a sandbox; see the module docstring for actions, observations and rewards."""
+
+    system_prompt: ClassVar[str] = (
+        "You are working in a Linux bash shell to complete a task. Reply with exactly one shell command per "
+        "turn (or a bash(command) tool call); you will see its output, exit code and working directory. "
+        "The shell keeps its state between commands. There is no network. When the task is done, reply `submit`."
+    )
+    max_action_chars: ClassVar[int] = 1 << 20
+    max_observation_chars: ClassVar[int] = 32_768
+    snapshot_exclude: ClassVar[tuple[str, ...]] = (
+        "tasks", "refused", "backend", "command_timeout", "_limits", "_backend_options", "_box", "_box_key", "_shell",
+    )
+
+    def __init__(
+        self, tasks: Sequence[TerminalTask] | None = None, *, split: str = "all", difficulty: str | None = None,
+        category: str | None = None, backend: str = "bwrap", command_timeout: float = 30.0,
+        limits: Limits | None = None, skip_unavailable: bool = False, render_mode: str | None = None,
+        **backend_options: Any,
+    ):
+        from .importers import usable_tasks
+        from .tasks import builtin_tasks
+
+        if backend not in sandboxes.REAL_BACKENDS:
+            raise ValueError(f"backend must be one of {sandboxes.REAL_BACKENDS}, got {backend!r} (the unsafe backend "
+                             "would run model commands on the host, and has no /work for the tasks)")
+        chosen = builtin_tasks(split, difficulty, category) if tasks is None else list(tasks)
+        usable, self.refused = usable_tasks(chosen, backend, skip_unavailable=skip_unavailable)
+        super().__init__(usable, render_mode=render_mode)
+        self.backend, self.command_timeout = backend, float(command_timeout)
+        self._limits, self._backend_options = limits or Limits(), backend_options
+        self._box: sandboxes.SupervisedSandbox | None = None
+        self._box_key: tuple | None = None
+        self._shell: sandboxes.ShellSession | None = None
+        self._history: list[str] = []
+        self._expert_step = 0
+
+    # ----------------------------------------------------------------- episode
+    def first_observation(self, task: TerminalTask) -> str:
+        return (f"{task.instruction}\n\n[You are in a bash shell in {task.workdir}. Run one command per turn; "
+                f"reply `submit` when the task is done.]")
+
+    def _reset(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        observation, info = super()._reset(options)
+        self._history, self._expert_step = [], 0
+        self._start_task()
+        return observation, info
+
+    def _step(self, action: str) -> Step:
+        kind, command = parse_action(action)
+        if kind == "submit":
+            return self._submit()
+        try:
+            result = self._shell.run(command, timeout=self.command_timeout)
+        except SandboxError as e:
+            self._drop_box()
+            raise InfraError(f"the {self.backend} sandbox failed: {e}") from e
+        self._history.append(command)
+        solution = self.task.solution
+        if self._expert_step < len(solution) and command == solution[self._expert_step]:
+            self._expert_step += 1
+        info = {"exit_code": result.exit_code, "cwd": result.cwd}
+        return Step(render_result(result, self.command_timeout), info=info)
+
+    def _submit(self) -> Step:
+        try:
+            if not isinstance(self.task.verifier, CommandTests):
+                self._box.kill_processes()  # file-based verifiers: nothing the agent left may touch the tests
+            report = self.task.verifier.verify(self._box, self.task)
+        except SandboxError as e:
+            self._drop_box()
+            raise InfraError(f"the {self.backend} sandbox failed while running the tests: {e}") from e
+        return Step("Submitted.\n" + report.summary(), reward=report.score, terminated=True, won=report.won,
+                    score=report.score, info={"tests": dict(report.results)})
+
+    def expert_action(self) -> str:
+        """The next command of the reference solution, then ``submit``."""
+        solution = self.task.solution
+        return solution[self._expert_step] if self._expert_step < len(solution) else "submit"
+
+    def random_action(self, rng: np.random.Generator) -> str:
+        """A harmless exploratory command (or, rarely, ``submit``): the random baseline."""
+        return RANDOM_COMMANDS[int(rng.integers(len(RANDOM_COMMANDS)))]
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        return copy.deepcopy(TOOLS)  # a consumer editing its copy cannot change the module's
+
+    def state_key_material(self) -> str:
+        """The task and the commands run so far: silent commands leave the last observation unchanged
+        (``[exit code 0] /work$``), so the default key would merge different file-system states."""
+        return "\x1f".join([self.task.id, *self._history])
+
+    def metrics(self) -> dict[str, float]:
+        return {"commands": float(len(self._history))}
+
+    def close(self) -> None:
+        self._drop_box()
+        super().close()
+
+    # ----------------------------------------------------------------- sandbox
+    def _start_task(self) -> None:
+        """A pristine sandbox with the task installed and a live shell in its work directory."""
+        try:
+            box = self._sandbox_for(self.task)
+            install(self.task, box)
+            self._shell = box.open_shell(cwd=self.task.workdir, env=dict(self.task.env))
+        except SandboxError as e:
+            self._drop_box()
+            raise InfraError(f"the {self.backend} sandbox failed while starting task {self.task.id}: {e}") from e
+
+    def _sandbox_for(self, task: TerminalTask) -> sandboxes.SupervisedSandbox:
+        """Reuse the sandbox (reset to pristine) when the task needs the same kind, else start another."""
+        key = self._sandbox_key(task)
+        if self._box is not None and self._box_key == key:
+            self._box.reset()
+            return self._box
+        self._drop_box()
+        image, writable = key
+        options = dict(self._backend_options)
+        if image is not None:
+            options.update(image=image, writable_root=True, run_as_root=True)
+        self._box = sandboxes.make(self.backend, self._limits, writable=writable, **options)
+        self._box_key = key
+        return self._box
+
+    def _sandbox_key(self, task: TerminalTask) -> tuple[str | None, tuple[str, ...]]:
+        if task.image is None:
+            return None, tuple(dict.fromkeys(DEFAULT_WRITABLE + task.writable))
+        from sandboxes.image import build_image
+
+        tag = build_image(task.image.context, name=task.id, dockerfile=task.image.dockerfile)
+        return tag, IMAGE_WRITABLE
+
+    def _drop_box(self) -> None:
+        box, self._box, self._box_key, self._shell = self._box, None, None, None
+        if box is not None:
+            box.close()
+
+    # ----------------------------------------------------------------- snapshots (replay)
+    def _set_state(self, state: Any) -> None:
+        super()._set_state(state)
+        if not self._episode_started or self._episode_over:
+            return
+        try:
+            self._start_task()
+            for command in self._history:
+                self._shell.run(command, timeout=self.command_timeout)
+        except (InfraError, SandboxError) as e:
+            raise SnapshotError(f"could not rebuild the sandbox for this snapshot: {e}") from e

@@ -1,0 +1,189 @@
+"""Terminal tasks: what the sandbox starts with, the reference solution, and the verifier that scores it.
+
+A :class:`TerminalTask` is data. :func:`install` puts it into a fresh sandbox (files, then the setup
+script); after the agent submits, its ``verifier`` runs inside the same sandbox and returns a
+:class:`GradeReport` whose ``score`` (fraction of tests passed) is the episode's reward. Three verifiers
+cover the formats we run: shell-command tests (the shipped tasks), a pytest summary (Terminal-Bench) and a
+reward file (Harbor).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from sandboxes import SandboxError
+from sandboxes.supervised import SupervisedSandbox
+
+from ..core.task_env import Task
+
+DIFFICULTIES = ("easy", "medium", "hard")
+#: Fixed identity and clock for git, so commit hashes (and so observations) are the same in every rollout.
+TASK_ENV = {
+    "GIT_AUTHOR_NAME": "Agent", "GIT_AUTHOR_EMAIL": "agent@example.com", "GIT_AUTHOR_DATE": "2024-01-01T12:00:00Z",
+    "GIT_COMMITTER_NAME": "Agent", "GIT_COMMITTER_EMAIL": "agent@example.com",
+    "GIT_COMMITTER_DATE": "2024-01-01T12:00:00Z", "GIT_CONFIG_NOSYSTEM": "1", "EDITOR": "true", "PAGER": "cat",
+    "GIT_PAGER": "cat",
+}
+
+
+class TaskSetupError(SandboxError):
+    """A task's files or setup script failed: a bug in the task or a broken sandbox, never the agent."""
+
+
+@dataclass(frozen=True)
+class GradeReport:
+    """Per-test outcomes and the score they give (``score`` is explicit: a reward file may give 0.5)."""
+
+    results: dict[str, bool]
+    score: float
+    details: str = ""
+
+    @property
+    def won(self) -> bool:
+        return self.score >= 1.0
+
+    def summary(self) -> str:
+        passed = sum(self.results.values())
+        lines = [f"Tests passed: {passed}/{len(self.results)} (score {self.score:.2f})"]
+        lines += [f"  {'PASS' if ok else 'FAIL'}  {name}" for name, ok in self.results.items()]
+        return "\n".join(lines + ([self.details] if self.details else []))
+
+
+class Verifier(Protocol):
+    def verify(self, box: SupervisedSandbox, task: TerminalTask) -> GradeReport: ...
+
+
+@dataclass(frozen=True)
+class CommandTests:
+    """Each test is a bash command run in the work directory after submit; it passes when it exits 0."""
+
+    tests: tuple[tuple[str, str], ...]
+
+    def verify(self, box: SupervisedSandbox, task: TerminalTask) -> GradeReport:
+        results = {}
+        for name, command in self.tests:
+            result = box.run(command, timeout=task.timeout_s, cwd=task.workdir, env=dict(task.env))
+            results[name] = result.exit_code == 0 and not result.timed_out
+        return GradeReport(results, sum(results.values()) / len(results))
+
+
+PYTEST_LINE = re.compile(r"^(PASSED|FAILED|ERROR|XPASS|XFAIL|SKIPPED)\s+(\S+)", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class PytestSummary:
+    """Terminal-Bench style: copy the test files in, run the test script, read pytest's ``-rA`` summary."""
+
+    files: tuple[tuple[str, bytes], ...]
+    command: str = "bash /tests/run-tests.sh"
+
+    def verify(self, box: SupervisedSandbox, task: TerminalTask) -> GradeReport:
+        for path, data in self.files:
+            box.write_file(path, data, mode=0o755)
+        result = box.run(self.command, timeout=task.timeout_s, cwd=task.workdir, env={**task.env, "TEST_DIR": "/tests"})
+        results: dict[str, bool] = {}
+        for outcome, name in PYTEST_LINE.findall(result.text()):
+            if outcome not in ("SKIPPED", "XFAIL"):
+                results[name] = outcome in ("PASSED", "XPASS")
+        if not results:
+            tail = result.text()[-600:]
+            details = f"no pytest results were found (exit {result.exit_code}):\n{tail}"
+            return GradeReport({"test-run": False}, 0.0, details)
+        return GradeReport(results, sum(results.values()) / len(results))
+
+
+@dataclass(frozen=True)
+class RewardFile:
+    """Harbor style: copy the tests in, run ``tests/test.sh``, read the reward it writes under /logs/verifier."""
+
+    files: tuple[tuple[str, bytes], ...]
+    command: str = "bash /tests/test.sh"
+
+    def verify(self, box: SupervisedSandbox, task: TerminalTask) -> GradeReport:
+        for path, data in self.files:
+            box.write_file(path, data, mode=0o755)
+        box.run(["mkdir", "-p", "/logs/verifier"], timeout=10)
+        result = box.run(self.command, timeout=task.timeout_s, cwd=task.workdir, env=dict(task.env))
+        reward = self._reward(box)
+        if reward is None:
+            return GradeReport({"reward-file": False}, 0.0, f"no reward file was written (exit {result.exit_code})")
+        return GradeReport({"reward": reward >= 1.0}, min(max(reward, 0.0), 1.0))
+
+    @staticmethod
+    def _reward(box: SupervisedSandbox) -> float | None:
+        for path, parse in (("/logs/verifier/reward.txt", float), ("/logs/verifier/reward.json", _json_reward)):
+            try:
+                return parse(box.read_file(path, max_bytes=1 << 16).decode().strip())
+            except (SandboxError, ValueError, KeyError, TypeError):
+                continue
+        return None
+
+
+def _json_reward(text: str) -> float:
+    value = json.loads(text)
+    return float(value["reward"] if isinstance(value, dict) else value)
+
+
+@dataclass(frozen=True)
+class ImageSpec:
+    """A task's own image: a Docker build context, built locally (Docker backend only)."""
+
+    context: Path
+    dockerfile: str = "Dockerfile"
+    reason: str = ""
+    """Why the task needs a build (e.g. "uses RUN"), for refusal messages."""
+
+
+@dataclass(frozen=True)
+class TerminalTask(Task):
+    """One terminal task. ``files`` paths are relative to ``workdir`` unless absolute."""
+
+    category: str = "misc"
+    difficulty: str = "easy"
+    files: Mapping[str, str | bytes] = field(default_factory=dict)
+    setup: str = ""
+    solution: tuple[str, ...] = ()
+    verifier: Verifier | None = None
+    workdir: str = "/work"
+    env: Mapping[str, str] = field(default_factory=lambda: dict(TASK_ENV))
+    writable: tuple[str, ...] = ()
+    """Directories besides /work, /tmp and the home directory that must be writable (e.g. /app)."""
+    image: ImageSpec | None = None
+    timeout_s: float = 60.0
+    """Wall-clock limit for the setup script and for each test."""
+    source: str = "builtin"
+
+    def __post_init__(self) -> None:
+        if self.difficulty not in DIFFICULTIES:
+            raise ValueError(f"task {self.id}: difficulty must be one of {DIFFICULTIES}, got {self.difficulty!r}")
+        if self.verifier is None:
+            raise ValueError(f"task {self.id}: a verifier is required (CommandTests, PytestSummary or RewardFile)")
+
+
+def make_task(
+    id: str, category: str, difficulty: str, instruction: str, *, solution: list[str], tests: dict[str, str],
+    files: dict[str, str | bytes] | None = None, setup: str = "",
+) -> TerminalTask:
+    """A shipped task in one call: ``tests`` maps a test's name to a bash command that exits 0 on success."""
+    return TerminalTask(
+        id=id, instruction=instruction.strip(), category=category, difficulty=difficulty, files=dict(files or {}),
+        setup=setup.strip(), solution=tuple(solution), verifier=CommandTests(tuple(tests.items())),
+    )
+
+
+def install(task: TerminalTask, box: SupervisedSandbox) -> None:
+    """Put ``task``'s starting state into a pristine sandbox: its files, then its setup script."""
+    for path, content in task.files.items():
+        data = content.encode() if isinstance(content, str) else content
+        mode = 0o755 if path.endswith(".sh") else 0o644
+        box.write_file(path if path.startswith("/") else f"{task.workdir}/{path}", data, mode=mode)
+    if task.setup:
+        result = box.run(["bash", "-euo", "pipefail", "-c", task.setup], timeout=task.timeout_s, cwd=task.workdir,
+                         env=dict(task.env))
+        if result.exit_code != 0:
+            raise TaskSetupError(f"setup of task {task.id} failed (exit {result.exit_code}): {result.text()[-500:]}")

@@ -1,0 +1,1 @@
+"""Sandbox backends: each only starts the supervisor somewhere; :mod:`sandboxes.supervised` does the rest."""

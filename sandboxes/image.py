@@ -1,0 +1,126 @@
+"""Where the sandbox userland comes from, and whether each backend can run here (with the fix when not).
+
+Both real backends run the same Debian root filesystem, built once by ``scripts/setup_sandboxes.sh``
+(debootstrap from the Debian mirror; no image registry is assumed): bubblewrap mounts it read-only as
+``/``, Docker runs it as the image ``agentgym/base:1`` (the rootfs loaded with ``docker import`` plus a
+small Dockerfile). A task behaves the same on both. Without the rootfs, bubblewrap falls back to the
+host's own ``/usr`` and ``/etc`` (read-only), which is fine for commands but not for task parity.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import threading
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from .base import SandboxUnavailable
+
+ROOTFS = Path(os.environ.get("AGENTGYM_ROOTFS", "/var/lib/agentgym/rootfs"))
+BASE_IMAGE = os.environ.get("AGENTGYM_IMAGE", "agentgym/base:1")
+CONTAINER_LABEL = "org.agentgym.sandbox"
+SETUP_HINT = ("run `sudo bash scripts/setup_sandboxes.sh` (installs bubblewrap and docker.io, starts dockerd, "
+              "builds the image)")
+#: What shipped tasks may rely on (kept in sync with scripts/setup_sandboxes.sh).
+ROOTFS_PACKAGES = ("python3", "python3-pytest", "git", "gcc", "libc6-dev", "make", "procps", "psmisc", "jq", "gawk",
+                   "bc", "file", "patch", "xz-utils", "bzip2", "zip", "unzip", "less")
+
+_client_lock = threading.Lock()
+_client: Any = None
+
+
+def rootfs() -> Path | None:
+    """The shared root filesystem when it has been built, else ``None``."""
+    return ROOTFS if (ROOTFS / ".agentgym-rootfs").is_file() else None
+
+
+def bwrap_problem() -> str | None:
+    """Why bubblewrap cannot run here, or ``None`` when it can."""
+    if shutil.which("bwrap") is None:
+        return f"bubblewrap is not installed (`bwrap` not on PATH); {SETUP_HINT}"
+    return None
+
+
+def docker_client() -> Any:
+    """One shared Docker SDK client (the SDK's connection pool is safe to share between threads)."""
+    global _client
+    with _client_lock:
+        if _client is None:
+            try:
+                import docker
+            except ImportError as e:
+                raise SandboxUnavailable("the `docker` Python package is missing: pip install docker") from e
+            try:
+                client = docker.from_env(timeout=120)
+                client.ping()
+            except Exception as e:  # the SDK raises several types for "no engine"
+                message = f"no Docker engine is reachable ({type(e).__name__}: {e}); {SETUP_HINT}"
+                raise SandboxUnavailable(message) from e
+            _client = client
+        return _client
+
+
+@cache
+def _image_present(image: str) -> bool:
+    import docker
+
+    try:
+        docker_client().images.get(image)
+        return True
+    except docker.errors.ImageNotFound:
+        return False
+
+
+def docker_problem(image: str = BASE_IMAGE) -> str | None:
+    """Why the Docker backend cannot run ``image`` here, or ``None`` when it can."""
+    try:
+        docker_client()
+    except SandboxUnavailable as e:
+        return str(e)
+    if not _image_present(image):
+        _image_present.cache_clear()
+        return f"the image {image} is not built; {SETUP_HINT}"
+    return None
+
+
+def build_image(context: Path, *, name: str, dockerfile: str = "Dockerfile") -> str:
+    """Build a task's own image locally (tagged by a hash of its build context, so rebuilding is skipped).
+
+    Raises :class:`SandboxUnavailable` with the build log's tail when the build fails — typically a
+    ``FROM`` image that is not present locally while no registry is reachable.
+    """
+    import docker
+
+    client = docker_client()
+    try:  # rebuilt when the base image changes too (task images usually start FROM it)
+        base_id = client.images.get(BASE_IMAGE).id
+    except docker.errors.ImageNotFound:
+        base_id = ""
+    tag = f"agentgym/task-{_slug(name)}:{_context_hash(context, base_id)}"
+    try:
+        client.images.get(tag)
+        return tag
+    except docker.errors.ImageNotFound:
+        pass
+    try:
+        client.images.build(path=str(context), dockerfile=dockerfile, tag=tag, rm=True, forcerm=True, pull=False)
+    except docker.errors.BuildError as e:
+        log = "".join(str(chunk.get("stream", chunk.get("error", ""))) for chunk in e.build_log)[-800:]
+        raise SandboxUnavailable(f"building the image for {name} failed: {e.msg}\n{log}") from e
+    except docker.errors.APIError as e:
+        raise SandboxUnavailable(f"building the image for {name} failed: {e.explanation or e}") from e
+    return tag
+
+
+def _context_hash(context: Path, salt: str) -> str:
+    digest = hashlib.sha256(salt.encode())
+    for path in sorted(p for p in context.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(context)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def _slug(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "-" for c in name.lower()).strip("-.")[:60] or "task"

@@ -1,0 +1,132 @@
+"""The warm pool and the Python runner (untrusted Python driven over JSON lines, never exec'd in the host)."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from pathlib import Path
+
+import pytest
+from sandbox_backends import require_backend
+
+import sandboxes
+from sandboxes import PythonRunner, RunnerError, SandboxPool
+
+MODULE = """
+import os
+
+state = {"calls": 0}
+
+
+def add(a, b):
+    print("noise on stdout must not corrupt the protocol")
+    state["calls"] += 1
+    return a + b
+
+
+def fail():
+    raise KeyError("missing")
+
+
+def spin():
+    while True:
+        pass
+
+
+def die():
+    os._exit(3)
+
+
+def unjsonable():
+    return object()
+
+
+def escape(path):
+    open(path, "w").write("pwned")
+    return os.path.exists(path)
+"""
+
+
+@pytest.fixture
+def runner(box):
+    return PythonRunner(box, MODULE)
+
+
+def test_runner_calls_functions_inside_the_sandbox(runner):
+    assert runner.call("add", 2, 3) == 5
+    assert runner.call("add", a=[1], b=[2]) == [1, 2]
+    assert runner.call("state.get", "calls") == 2
+
+
+def test_runner_errors_come_back_as_runner_errors(runner):
+    with pytest.raises(RunnerError, match="fail raised KeyError: 'missing'") as info:
+        runner.call("fail")
+    assert "Traceback" in info.value.traceback
+    with pytest.raises(RunnerError, match="not JSON serializable"):
+        runner.call("unjsonable")
+    with pytest.raises(RunnerError, match="nope raised KeyError"):
+        runner.call("nope")
+    assert runner.call("add", 1, 1) == 2  # errors leave the process usable
+
+
+def test_runner_timeouts_and_deaths_restart_cleanly(runner):
+    with pytest.raises(RunnerError) as info:
+        runner.call("spin", timeout=0.5)
+    assert info.value.kind == "timeout"
+    assert runner.call("add", 1, 2) == 3  # a fresh process from the same source
+    with pytest.raises(RunnerError) as info:
+        runner.call("die")
+    assert info.value.kind == "died"
+    assert runner.call("state.get", "calls") == 0
+
+
+def test_runner_code_never_touches_the_host(runner):
+    target = f"/tmp/agentgym-runner-{uuid.uuid4().hex}"
+    assert runner.call("escape", target) is True  # it wrote the file... inside the sandbox
+    assert not Path(target).exists()
+
+
+def test_runner_reports_a_module_that_does_not_import(box):
+    with pytest.raises(RunnerError, match="SyntaxError"):
+        PythonRunner(box, "def broken(:\n")
+
+
+def test_pool_hands_out_pristine_warm_sandboxes():
+    require_backend("bwrap")
+    with SandboxPool("bwrap", size=2) as pool:
+        assert pool.idle == 2
+        with pool.sandbox() as box:
+            box.write_file("secret.txt", b"from the first user")
+        seen = []
+        for _ in range(4):
+            with pool.sandbox(timeout=30) as box:
+                seen.append(box.run("ls /work", timeout=10).stdout)
+        assert seen == [b""] * 4
+
+
+def test_pool_bounds_and_shares_under_concurrency():
+    require_backend("bwrap")
+    with SandboxPool("bwrap", size=2, warm=0) as pool:
+        results, errors = [], []
+
+        def user(i: int) -> None:
+            try:
+                with pool.sandbox(timeout=60) as box:
+                    results.append(box.run(f"echo {i}", timeout=10).stdout)
+            except Exception as e:  # collected and asserted below
+                errors.append(e)
+
+        threads = [threading.Thread(target=user, args=(i,)) for i in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == [] and sorted(results) == sorted(f"{i}\n".encode() for i in range(6))
+        first = pool.acquire()
+        second = pool.acquire()
+        with pytest.raises(TimeoutError, match="no sandbox became free"):
+            pool.acquire(timeout=0.2)
+        pool.release(first)
+        pool.release(second)
+    with pytest.raises(sandboxes.SandboxError, match="closed"):
+        pool.acquire()
