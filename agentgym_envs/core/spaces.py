@@ -27,8 +27,10 @@ SAMPLE_CHARSET = frozenset(string.ascii_letters + string.digits + string.punctua
 class UnicodeText(Text):
     """Any Unicode string whose length lies in ``[min_length, max_length]``."""
 
-    def __init__(self, max_length: int, *, min_length: int = 0, seed: int | np.random.Generator | None = None):
-        super().__init__(max_length, min_length=min_length, charset=SAMPLE_CHARSET, seed=seed)
+    def __init__(self, max_length: int, *, min_length: int = 0, seed: int | np.random.Generator | None = None,
+                 sample_charset: frozenset[str] | str = SAMPLE_CHARSET):
+        """``sample_charset`` only shapes ``sample()``; ``contains`` admits every character regardless."""
+        super().__init__(max_length, min_length=min_length, charset=sample_charset, seed=seed)
 
     def contains(self, x: Any) -> bool:
         return isinstance(x, str) and self.min_length <= len(x) <= self.max_length

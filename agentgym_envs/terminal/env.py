@@ -13,12 +13,15 @@ Extra info keys: ``exit_code`` and ``cwd`` on command steps, ``tests`` (name →
 Snapshots replay: ``get_state`` records the task and the commands run so far; ``set_state`` rebuilds a
 pristine sandbox, installs the task and replays them. This reproduces the state exactly for commands that
 are deterministic (everything in the shipped solutions; git dates are pinned), but not for commands that
-read the clock, randomness or process ids — a live shell itself cannot be pickled.
+read the clock, randomness or process ids — a live shell itself cannot be pickled. Likewise the same
+command gives the same observation only when it is not racy: background jobs (`&`) writing to one stream
+interleave in whatever order the kernel schedules them.
 """
 
 from __future__ import annotations
 
 import copy
+import string
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -28,11 +31,13 @@ import sandboxes
 from sandboxes import Limits, SandboxError
 
 from ..core.errors import InfraError, SnapshotError
+from ..core.spaces import UnicodeText
 from ..core.task_env import TaskEnv
 from ..core.text_env import Step
 from .render import TOOLS, parse_action, render_result
 from .task import CommandTests, TerminalTask, install
 
+_SAMPLE_CHARS = string.ascii_letters + string.digits + " "
 DEFAULT_WRITABLE = ("/work", "/tmp", "/home/agent")
 IMAGE_WRITABLE = ("/tmp", "/tests", "/logs", "/solution")
 RANDOM_COMMANDS = ("ls", "ls -la", "pwd", "find . -maxdepth 2 | head -n 20", "cat *.txt | head -n 20", "whoami",
@@ -68,6 +73,9 @@ class TerminalEnv(TaskEnv):
         chosen = builtin_tasks(split, difficulty, category) if tasks is None else list(tasks)
         usable, self.refused = usable_tasks(chosen, backend, skip_unavailable=skip_unavailable)
         super().__init__(usable, render_mode=render_mode)
+        # Samples are plain words: random shell metacharacters (`&`, `|`) start concurrent processes whose
+        # interleaved output no shell can reproduce, and sample() exists for checkers and baselines.
+        self.action_space = UnicodeText(self.max_action_chars, sample_charset=_SAMPLE_CHARS)
         self.backend, self.command_timeout = backend, float(command_timeout)
         self._limits, self._backend_options = limits or Limits(), backend_options
         self._box: sandboxes.SupervisedSandbox | None = None
