@@ -1,1 +1,35 @@
-"""Benchmark suites, a resumable runner, an SQLite results store and reports (shared/DESIGN.md §4)."""
+"""Benchmark suites, a resumable runner for any policy, an SQLite results store and reports (``shared/DESIGN.md`` §4).
+
+The tree is the architecture:
+
+* ``suite.py`` and ``suites/*.yaml`` — what is measured: versioned suites of env ids, splits, task counts,
+  seeds and step limits (``smoke``, ``core``, one per env family).
+* ``policies/`` — what is measured *with*: ``--policy`` SPECs (``random``, ``expert``, ``hf:``, ``vllm:``,
+  ``openai:``, ``checkpoint:``) parsed and built into :class:`~trainer.policy.Policy` objects.
+* ``episode.py`` — one episode: env → protocol wrapper → chat → policy, every step recorded; infrastructure
+  failures told apart from the agent's.
+* ``runner.py`` — a suite in parallel and resumably; ``store.py`` — the SQLite results store;
+  ``records.py`` — the plain data between them.
+* ``stats.py``, ``report.py``, ``plots.py``, ``html.py``, ``publish.py`` — intervals, pass@k, tables, plots, pages.
+* ``cli/`` — ``agentgym bench`` and ``agentgym leaderboard``.
+
+>>> from leaderboards import load_suite
+>>> load_suite("smoke").name
+'smoke'
+
+Programmatic use: ``run_bench("core", "openai:http://127.0.0.1:8000/v1#qwen", "results.sqlite")`` then
+``write_report(["results.sqlite"], "leaderboard/")``.
+"""
+
+from .errors import LeaderboardError, PolicyLoadError, PolicySpecError, RunAborted, StoreError, SuiteError
+from .policies import parse_spec
+from .publish import write_report
+from .runner import BenchOptions, BenchSummary, run_bench
+from .store import default_store_path, open_store
+from .suite import Entry, Suite, load_suite, suite_names
+
+__all__ = [
+    "BenchOptions", "BenchSummary", "Entry", "LeaderboardError", "PolicyLoadError", "PolicySpecError", "RunAborted",
+    "StoreError", "Suite", "SuiteError", "default_store_path", "load_suite", "open_store", "parse_spec", "run_bench",
+    "suite_names", "write_report",
+]

@@ -1,1 +1,21 @@
-"""Compact GRPO/PPO trainer for multi-turn agents (shared/DESIGN.md §3). Lands with the trainer issue."""
+"""Compact GRPO/PPO trainer for multi-turn agents (``shared/DESIGN.md`` §3).
+
+The tree is the architecture:
+
+* ``policy.py`` — the :class:`Policy` contract (chats in, completions with exact ids and log-probs out);
+  ``baselines.py`` the scripted expert and random; ``backends/`` model backends (``hf``).
+* ``tiny/`` — the embedded default policy: a BPE tokenizer and a Qwen2-style LM built locally.
+* ``episodes.py`` (text episodes for evaluation and BC data), ``trajectory.py`` (exact token bookkeeping,
+  the prefix-extension check) and ``rollout.py`` (groups of G rollouts from one start state).
+* ``algorithms/`` — advantage estimators; ``loss.py`` — the clipped policy-gradient loss;
+  ``kernels/`` — log-probs and entropies from hidden states without [N, V] logits; ``logprobs.py`` packs
+  trajectories and recomputes their log-probs.
+* ``config.py``, ``loop.py``, ``checkpoint.py``, ``seeding.py``, ``log.py``, ``bc.py`` — the run;
+  ``cli/`` — ``agentgym train`` and ``agentgym quickstart``.
+
+Heavy dependencies (torch, transformers) load only when a submodule that needs them is imported.
+"""
+
+from .policy import Completion, Message, Policy, SamplingConfig, TokenPolicy
+
+__all__ = ["Completion", "Message", "Policy", "SamplingConfig", "TokenPolicy"]

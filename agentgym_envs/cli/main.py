@@ -17,6 +17,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "check": ("agentgym_envs.cli.check", "run check_env on env ids and print a verdict"),
     "new": ("agentgym_envs.cli.new", "scaffold a new env module with a test"),
     "baselines": ("agentgym_envs.cli.baselines", "evaluate random and scripted-expert agents on registered envs"),
+    "train": ("trainer.cli.train", "train a policy with RL from a YAML config and key=value overrides"),
+    "quickstart": ("trainer.cli.quickstart", "build the tiny policy, warm it up, run RL on household tasks (CPU, minutes)"),
+    "bench": ("leaderboards.cli.bench", "evaluate a policy on a benchmark suite into a results store (resumable)"),
+    "leaderboard": ("leaderboards.cli.leaderboard", "render results stores as a Markdown table and an HTML page with plots"),
 }
 
 

@@ -1,0 +1,139 @@
+"""Playing one suite episode with any policy: env → protocol wrapper → chat → policy → env, every step recorded.
+
+The episode is a pure function of its entry, its index and the policy: the env resets with the entry's seed
+for the task, and the policy's sampling seed for each turn derives from the entry, the episode index and the
+turn. So a resumed run replays exactly what an uninterrupted one would have, whichever worker plays it.
+
+Failures are sorted here. The agent's mistakes (unparseable replies, illegal moves) are part of the episode.
+The env's own ``info["infra_error"]``, an exception from the env, or a transient policy failure (endpoint
+down, timeout) raise :class:`InfraFailed`: the runner records it and retries the episode; it is never
+scored. Any other policy exception propagates and stops the run (a wrong model name will not fix itself).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from typing import Any
+
+import gymnasium
+import numpy as np
+
+from agentgym_envs.chat import ChatHistory
+from agentgym_envs.protocols import ActionProtocolWrapper
+from trainer.policy import Completion, SamplingConfig, TokenPolicy
+
+from .errors import SuiteError
+from .records import EpisodeRecord, StepRecord
+from .suite import Entry
+
+
+class InfraFailed(Exception):
+    """This attempt failed for infrastructure reasons (``source`` is ``env`` or ``policy``); retry it."""
+
+    def __init__(self, source: str, error: str):
+        super().__init__(f"{source}: {error}")
+        self.source, self.error = source, error
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether a policy exception is infrastructure: connection/timeouts, or anything marked ``transient``."""
+    return bool(getattr(exc, "transient", False)) or isinstance(exc, (ConnectionError, TimeoutError))
+
+
+def make_env(entry: Entry) -> ActionProtocolWrapper:
+    """The entry's env, with the suite's step limit, behind its reply protocol."""
+    import agentgym_envs  # noqa: F401  (registers the ids, also in worker processes)
+
+    env = gymnasium.make(entry.env_id, max_episode_steps=entry.max_steps, **entry.kwargs)
+    return ActionProtocolWrapper(env, entry.protocol, max_turns=entry.max_steps)
+
+
+def sampling_seed(entry: Entry, episode_index: int, turn: int) -> int:
+    """The policy's seed for one turn: distinct across entries, episodes (so repeats differ) and turns."""
+    return int(np.random.SeedSequence([entry.seed, entry.stream(), episode_index, turn]).generate_state(1)[0])
+
+
+def play_episode(entry: Entry, episode_index: int, env: ActionProtocolWrapper, policy: Any,
+                 sampling: SamplingConfig) -> EpisodeRecord:
+    """Play episode ``episode_index`` of ``entry`` on ``env`` (made by :func:`make_env`) and record it."""
+    task, repeat = entry.task_of(episode_index)
+    num_tasks = getattr(env.unwrapped, "num_tasks", None)
+    if num_tasks is not None and task >= num_tasks:
+        raise SuiteError(f"{entry.key} asks for {entry.tasks} tasks but its split has only {num_tasks}; "
+                         f"set 'tasks: {num_tasks}' (or fewer) on that entry and bump the suite's version")
+    task_index = task if num_tasks is not None else None
+    start = time.perf_counter()
+    options = {"task_index": task_index} if task_index is not None else None
+    observation, info = _env_call(env.reset, seed=entry.reset_seed(episode_index), options=options)
+    history = ChatHistory()
+    history.start(observation, info)
+    steps: list[StepRecord] = []
+    counter = policy if isinstance(policy, TokenPolicy) else None  # checked once: a Protocol check is slow
+    for turn in range(entry.max_steps):
+        messages = history.messages(entry.window)
+        turn_sampling = replace(sampling, seed=sampling_seed(entry, episode_index, turn))
+        completion, latency = _ask(policy, env, messages, turn_sampling)
+        began = time.perf_counter()
+        observation, reward, terminated, truncated, info = _env_call(env.step, completion.text)
+        env_s = time.perf_counter() - began
+        history.add(completion.text, observation)
+        steps.append(_step(turn, completion, env, observation, float(reward), terminated, truncated, info,
+                           _prompt_tokens(counter, completion, messages), sum(len(m["content"]) for m in messages),
+                           latency, env_s))
+        if terminated or truncated:
+            break
+    return EpisodeRecord(
+        entry=entry.key, env_id=entry.env_id, family=entry.family, episode_index=episode_index, task=task,
+        repeat=repeat, seed=entry.reset_seed(episode_index), task_index=task_index, won=bool(info.get("won", False)),
+        score=float(info.get("score", 0.0) or 0.0), ret=float(sum(s.reward for s in steps)),
+        terminated=bool(steps and steps[-1].terminated), truncated=bool(steps and steps[-1].truncated),
+        wall_s=time.perf_counter() - start, steps=steps)
+
+
+def _env_call(method: Any, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+    """Call ``reset``/``step``; the env's own failures (reported or raised) become :class:`InfraFailed`."""
+    try:
+        result = method(*args, **kwargs)
+    except Exception as e:  # the contract says envs never raise on actions: this is the env's fault
+        raise InfraFailed("env", f"{type(e).__name__}: {e}") from e
+    info = result[-1]
+    if info.get("infra_error"):
+        raise InfraFailed("env", str(info["infra_error"]))
+    return result
+
+
+def _ask(policy: Any, env: Any, messages: list[Any], sampling: SamplingConfig) -> tuple[Completion, float]:
+    if hasattr(policy, "bind"):
+        policy.bind([env])
+    began = time.perf_counter()
+    try:
+        completion = policy.act([messages], sampling=sampling)[0]
+    except Exception as e:
+        if is_transient(e):
+            raise InfraFailed("policy", f"{type(e).__name__}: {e}") from e
+        raise
+    return completion, time.perf_counter() - began
+
+
+def _prompt_tokens(counter: TokenPolicy | None, completion: Completion, messages: list[Any]) -> int | None:
+    """Prompt tokens as the server reported them, or counted with a token policy's own chat template."""
+    reported = getattr(completion, "prompt_tokens", None)
+    if reported is not None:
+        return int(reported)
+    if counter is not None:
+        return len(counter.encode(counter.render_chat(messages)))
+    return None
+
+
+def _step(t: int, completion: Completion, env: ActionProtocolWrapper, observation: str, reward: float,
+          terminated: bool, truncated: bool, info: dict[str, Any], prompt_tokens: int | None, prompt_chars: int,
+          latency: float, env_s: float) -> StepRecord:
+    reported = getattr(completion, "completion_tokens", None)
+    completion_tokens = reported if reported is not None else (len(completion.token_ids) or None)
+    parsed = env.protocol.parse(completion.text, env.unwrapped)
+    return StepRecord(t=t, reply=completion.text, action=parsed.action, observation=observation, reward=reward,
+                      terminated=bool(terminated), truncated=bool(truncated),
+                      action_valid=bool(info.get("action_valid", True)), parse_error=info.get("parse_error"),
+                      finish_reason=completion.finish_reason, prompt_tokens=prompt_tokens,
+                      completion_tokens=completion_tokens, prompt_chars=prompt_chars, latency_s=latency, env_s=env_s)

@@ -1,0 +1,166 @@
+"""Hugging Face transformers backend: batched sampling with exact ids and per-token log-probs.
+
+The sampling loop is ours (a KV-cached forward per token) rather than ``model.generate``, for three
+reasons: the log-prob of each sampled token is recorded from the same tempered distribution it was drawn
+from (the number the trainer must reproduce), every draw comes from a ``torch.Generator`` seeded by
+``SamplingConfig.seed`` (no global RNG), and the ids returned are exactly the ids sampled.
+
+The trainer and this policy share one ``model`` object, so there is no weight sync to forget.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from ..policy import Completion, Message, SamplingConfig
+
+
+class HFPolicy:
+    """A causal LM and its tokenizer as a :class:`~trainer.policy.TokenPolicy`.
+
+    Args:
+        model: a ``transformers`` causal LM (its ``forward`` takes ``past_key_values``).
+        tokenizer: its tokenizer, with a chat template and an EOS token.
+        max_batch: prompts decoded together; larger batches are split (the generator stream continues).
+        chat_template_kwargs: extra variables for ``apply_chat_template`` (e.g. ``enable_thinking``).
+    """
+
+    def __init__(self, model: Any, tokenizer: Any, *, max_batch: int = 64, chat_template_kwargs: dict | None = None):
+        if tokenizer.eos_token_id is None:
+            raise ValueError("the tokenizer has no eos_token; set one (the end-of-turn token) before sampling")
+        self.model, self.tokenizer, self.max_batch = model, tokenizer, max_batch
+        self.chat_template_kwargs = dict(chat_template_kwargs or {})
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        self.stop_ids = _stop_ids(model, tokenizer)
+        # transformers >= 5.2x names the KV cache ``cache``; older releases ``past_key_values``.
+        base = model.get_base_model() if hasattr(model, "get_base_model") else model  # peft wraps forward(**kwargs)
+        self._cache_arg = "cache" if "cache" in inspect.signature(base.forward).parameters else "past_key_values"
+
+    # ----------------------------------------------------------------- Policy
+    def act(self, batch: list[list[Message]], *, sampling: SamplingConfig) -> list[Completion]:
+        return self.generate([self.encode_chat(messages) for messages in batch], sampling=sampling)
+
+    def render_chat(self, messages: Sequence[Message]) -> str:
+        """The chat as the model reads it, ending with the generation prompt."""
+        return self.tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True,
+                                                  **self.chat_template_kwargs)
+
+    def encode_chat(self, messages: Sequence[Message]) -> list[int]:
+        return self.encode(self.render_chat(messages))
+
+    def encode(self, text: str) -> list[int]:
+        """Ids of ``text`` as it stands (the template already wrote any special tokens)."""
+        return self.tokenizer.encode(text, add_special_tokens=False)
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """Text of ``ids`` with special tokens kept, so that rendering it again gives the same text."""
+        return self.tokenizer.decode(list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False)
+
+    # ----------------------------------------------------------------- TokenPolicy
+    @torch.no_grad()
+    def generate(self, prompt_ids: list[list[int]], *, sampling: SamplingConfig) -> list[Completion]:
+        """One completion per prompt; deterministic for a given seed, prompts and weights."""
+        generator = torch.Generator(device=self._device())
+        # seed=None: fresh OS entropy, without reseeding torch's global generator as torch.seed() would
+        generator.manual_seed(sampling.seed if sampling.seed is not None else int.from_bytes(os.urandom(7), "little"))
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            out: list[Completion] = []
+            for start in range(0, len(prompt_ids), self.max_batch):
+                out.extend(self._generate_batch(prompt_ids[start:start + self.max_batch], sampling, generator))
+            return out
+        finally:
+            self.model.train(was_training)
+
+    def _generate_batch(self, prompts: list[list[int]], sampling: SamplingConfig,
+                        generator: torch.Generator) -> list[Completion]:
+        input_ids, attention_mask = _left_pad(prompts, self.pad_id, self._device())  # (B, L)
+        position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)
+        B = len(prompts)
+        tokens: list[list[int]] = [[] for _ in range(B)]
+        logprobs: list[list[float]] = [[] for _ in range(B)]
+        finished = torch.zeros(B, dtype=torch.bool)
+        cache = None
+        for _ in range(sampling.max_new_tokens):
+            out = self.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
+                             use_cache=True, logits_to_keep=1, **{self._cache_arg: cache})
+            cache = out[self._cache_arg]
+            token, token_logprob = sample_token(out.logits[:, -1].float(), sampling, generator)  # (B,), (B,)
+            for b in (~finished).nonzero().flatten().tolist():
+                tokens[b].append(int(token[b]))
+                logprobs[b].append(float(token_logprob[b]))
+                finished[b] = self._stopped(tokens[b], sampling)
+            if bool(finished.all()):
+                break
+            input_ids = torch.where(finished.to(token.device), self.pad_id, token)[:, None]
+            attention_mask = torch.cat([attention_mask, torch.ones_like(attention_mask[:, :1])], dim=1)
+            position_ids = position_ids[:, -1:] + 1
+        return [self._completion(t, lp, bool(f)) for t, lp, f in zip(tokens, logprobs, finished)]
+
+    def _stopped(self, ids: list[int], sampling: SamplingConfig) -> bool:
+        if ids[-1] in self.stop_ids:
+            return True
+        if sampling.stop:
+            text = self.decode(ids[-32:])  # stop strings are short; the tail of the reply is enough
+            return any(s in text for s in sampling.stop)
+        return False
+
+    def _completion(self, ids: list[int], logprobs: list[float], stopped: bool) -> Completion:
+        """The text leaves out a final end-of-turn id (the chat template writes that one itself)."""
+        ended = ids[-1] in self.stop_ids
+        return Completion(self.decode(ids[:-1] if ended else ids), ids, logprobs, "stop" if stopped else "length")
+
+    def _device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+
+def sample_token(logits: torch.Tensor, sampling: SamplingConfig, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """Draw one token per row of ``logits`` (B, V); return it and its log-prob under ``softmax(logits / T)``.
+
+    Greedy (T = 0) reports the log-prob at T = 1. Top-p restricts the draw, not the reported log-prob.
+    """
+    temperature = 1.0 if sampling.greedy else sampling.temperature
+    logp = torch.log_softmax(logits / temperature, dim=-1)  # (B, V)
+    if sampling.greedy:
+        token = logp.argmax(dim=-1)
+    else:
+        probs = logp.exp()
+        if sampling.top_p < 1.0:
+            probs = _nucleus(probs, sampling.top_p)
+        token = torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+    return token, logp.gather(-1, token[:, None]).squeeze(-1)
+
+
+def _nucleus(probs: torch.Tensor, top_p: float) -> torch.Tensor:
+    """``probs`` (B, V) with everything outside the smallest set of mass >= top_p zeroed."""
+    sorted_probs, order = probs.sort(dim=-1, descending=True)
+    outside = sorted_probs.cumsum(-1) - sorted_probs > top_p  # keep the token that crosses top_p
+    sorted_probs = sorted_probs.masked_fill(outside, 0.0)
+    return torch.zeros_like(probs).scatter(-1, order, sorted_probs)
+
+
+def _left_pad(prompts: list[list[int]], pad_id: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    if any(len(p) == 0 for p in prompts):
+        raise ValueError("every prompt needs at least one token; got an empty prompt")
+    L = max(len(p) for p in prompts)
+    input_ids = torch.full((len(prompts), L), pad_id, dtype=torch.long)
+    attention_mask = torch.zeros((len(prompts), L), dtype=torch.long)
+    for b, p in enumerate(prompts):
+        input_ids[b, L - len(p):] = torch.tensor(p, dtype=torch.long)
+        attention_mask[b, L - len(p):] = 1
+    return input_ids.to(device), attention_mask.to(device)
+
+
+def _stop_ids(model: Any, tokenizer: Any) -> frozenset[int]:
+    """The tokenizer's EOS plus any end-of-turn ids the model's generation config names (Qwen has two)."""
+    ids = {int(tokenizer.eos_token_id)}
+    configured = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    if configured is not None:
+        ids.update(int(i) for i in (configured if isinstance(configured, (list, tuple)) else [configured]))
+    return frozenset(ids)

@@ -1,0 +1,270 @@
+"""One typed config tree: small dataclasses per component, loadable from YAML, overridable by ``key=value``.
+
+>>> config = load_config(None, ["rollout.group_size=4", "loss.kl_coef=0.01"])
+>>> config.rollout.group_size, config.loss.kl_coef
+(4, 0.01)
+>>> load_config(None, ["rollout.group_sise=4"])
+Traceback (most recent call last):
+...
+trainer.errors.ConfigError: unknown config key 'rollout.group_sise'. Did you mean 'rollout.group_size'?
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+from .tiny import TinyConfig
+
+
+def _require(ok: bool, message: str) -> None:
+    if not ok:
+        raise ConfigError(message)
+
+
+@dataclass
+class LoraSettings:
+    """Low-rank adapters through ``peft`` (rank 0: train every weight)."""
+
+    rank: int = 0
+    alpha: float = 16.0
+    targets: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
+    """Module names that get adapters (Qwen2/LLaMA attention projections by default)."""
+
+    def __post_init__(self) -> None:
+        _require(self.rank >= 0, f"policy.lora.rank must be >= 0 (0 disables LoRA), got {self.rank}")
+        _require(bool(self.targets), "policy.lora.targets must name at least one module (e.g. q_proj)")
+
+
+@dataclass
+class PolicyConfig:
+    """Which model plays and learns."""
+
+    kind: str = "tiny"
+    """``tiny`` (built locally, no download) or ``hf`` (a local Hugging Face model directory in ``path``)."""
+    path: str = ""
+    """Model directory for ``kind: hf``."""
+    tiny: TinyConfig = field(default_factory=TinyConfig)
+    cache_dir: str = ""
+    """Where tiny artifacts are built (default ``~/.cache/agentgym/tiny``)."""
+    threads: int = 1
+    """torch CPU threads (1 is fastest for tiny models on a shared CPU)."""
+    lora: LoraSettings = field(default_factory=LoraSettings)
+
+    def __post_init__(self) -> None:
+        _require(self.kind in ("tiny", "hf"), f"policy.kind must be 'tiny' or 'hf', got {self.kind!r}")
+        _require(self.kind != "hf" or bool(self.path), "policy.kind=hf needs policy.path=<local model directory>")
+        _require(self.threads >= 1, f"policy.threads must be >= 1, got {self.threads}")
+
+
+@dataclass
+class EnvConfig:
+    """The env trained on and the held-out split it is evaluated on."""
+
+    env_id: str = "agentgym/Household-PickPlace-v0"
+    train_split: str = "train"
+    eval_split: str = "valid_seen"
+    protocol: str = "plain"
+    max_turns: int = 8
+    dense_reward: bool = False
+    system_prompt: str | None = None
+    """``None``: the env's recommended prompt; a string replaces it (``""`` drops it: cheaper for tiny models)."""
+    train_tasks: int = 0
+    """Train on the first this many tasks of ``train_split`` only (0: all); small sets make easy problems."""
+
+    def __post_init__(self) -> None:
+        _require(self.max_turns >= 1, f"env.max_turns must be >= 1, got {self.max_turns}")
+        _require(self.train_tasks >= 0, f"env.train_tasks must be >= 0 (0: all tasks), got {self.train_tasks}")
+
+
+@dataclass
+class RolloutConfig:
+    """How trajectories are sampled."""
+
+    tasks_per_step: int = 8
+    """Distinct tasks (groups) per update."""
+    group_size: int = 4
+    """G: rollouts per task from one identical start state."""
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_new_tokens: int = 16
+    max_context_tokens: int = 1024
+    """Context budget per episode: an episode whose next prompt would not fit ends (``finish="context"``)."""
+    mode: str = "thread"
+    """Vector-env workers: ``thread`` or ``process``."""
+
+    def __post_init__(self) -> None:
+        _require(self.tasks_per_step >= 1, f"rollout.tasks_per_step must be >= 1, got {self.tasks_per_step}")
+        _require(self.group_size >= 2, f"rollout.group_size must be >= 2 for group-relative advantages, got {self.group_size}")
+        _require(self.max_context_tokens > self.max_new_tokens,
+                 f"rollout.max_context_tokens ({self.max_context_tokens}) must exceed max_new_tokens ({self.max_new_tokens})")
+
+
+@dataclass
+class AlgorithmConfig:
+    """Advantage estimation."""
+
+    estimator: str = "grpo"
+    """One of ``grpo``, ``dr_grpo``, ``rloo``, ``reinforce_pp``, ``gigpo``, ``gigpo_mean``, ``ppo_gae``."""
+    gamma: float = 0.95
+    gigpo_omega: float = 1.0
+    gae_lambda: float = 0.95
+    value_coef: float = 0.5
+    """Weight of the critic's squared error (``ppo_gae`` only)."""
+    filter_zero_variance: bool = True
+    """Drop groups whose rollouts all got the same return (DAPO): they carry no group-relative signal."""
+
+    def __post_init__(self) -> None:
+        from .algorithms import ESTIMATORS
+
+        _require(self.estimator in ESTIMATORS,
+                 f"algorithm.estimator must be one of {', '.join(ESTIMATORS)}, got {self.estimator!r}")
+
+
+@dataclass
+class LossConfig:
+    """The clipped policy-gradient loss (see :mod:`trainer.loss`)."""
+
+    clip_low: float = 0.2
+    clip_high: float = 0.28
+    aggregation: str = "token_mean"
+    kl_coef: float = 0.0
+    kl_estimator: str = "k3"
+    entropy_coef: float = 0.0
+    kernel_backend: str = "auto"
+
+    def __post_init__(self) -> None:
+        from .loss import AGGREGATIONS, KL_ESTIMATORS
+
+        _require(self.aggregation in AGGREGATIONS, f"loss.aggregation must be one of {', '.join(AGGREGATIONS)}, got {self.aggregation!r}")
+        _require(self.kl_estimator in KL_ESTIMATORS, f"loss.kl_estimator must be one of {', '.join(KL_ESTIMATORS)}")
+        _require(0 <= self.clip_low < 1 and self.clip_high >= 0, "loss.clip_low must be in [0, 1) and clip_high >= 0")
+
+
+@dataclass
+class OptimConfig:
+    """AdamW with linear warm-up then constant."""
+
+    lr: float = 1e-4
+    weight_decay: float = 0.0
+    grad_clip: float = 1.0
+    warmup_steps: int = 0
+    minibatches: int = 1
+    """Gradient steps per collection (the batch is split; >1 makes later steps off-policy, hence the clip)."""
+
+    def __post_init__(self) -> None:
+        _require(self.lr > 0, f"optim.lr must be > 0, got {self.lr}")
+        _require(self.minibatches >= 1, f"optim.minibatches must be >= 1, got {self.minibatches}")
+
+
+@dataclass
+class BCConfig:
+    """Behaviour-cloning warm-up from the env's scripted expert (skipped when ``episodes`` is 0)."""
+
+    episodes: int = 0
+    epochs: int = 2
+    batch_size: int = 16
+    lr: float = 3e-3
+
+    def __post_init__(self) -> None:
+        _require(self.episodes >= 0 and self.epochs >= 1 and self.batch_size >= 1, "bc sizes must be positive")
+
+
+@dataclass
+class EvalConfig:
+    every: int = 0
+    """Evaluate every this many updates (0: only before and after training)."""
+    num_tasks: int = 0
+    """Held-out tasks evaluated (0: the whole split)."""
+    temperature: float = 0.0
+    repeats: int = 1
+    """Episodes per task (useful with ``temperature > 0``)."""
+
+
+@dataclass
+class TrainConfig:
+    """The whole run."""
+
+    seed: int = 0
+    steps: int = 20
+    out_dir: str = "runs/default"
+    checkpoint_every: int = 10
+    progress: bool = True
+    """Show a rich progress bar on a terminal."""
+    policy: PolicyConfig = field(default_factory=PolicyConfig)
+    env: EnvConfig = field(default_factory=EnvConfig)
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    algorithm: AlgorithmConfig = field(default_factory=AlgorithmConfig)
+    loss: LossConfig = field(default_factory=LossConfig)
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    bc: BCConfig = field(default_factory=BCConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+
+    def __post_init__(self) -> None:
+        _require(self.steps >= 0, f"steps must be >= 0, got {self.steps}")
+        _require(self.checkpoint_every >= 0, f"checkpoint_every must be >= 0 (0: only at the end), got {self.checkpoint_every}")
+
+
+# ----------------------------------------------------------------------------- loading
+def from_dict(cls: type, data: dict[str, Any], prefix: str = "") -> Any:
+    """Build dataclass ``cls`` from nested dicts, rejecting unknown keys with a suggestion."""
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    kwargs = {}
+    for key, value in data.items():
+        if key not in names:
+            close = difflib.get_close_matches(key, names, n=1)
+            hint = f" Did you mean '{prefix}{close[0]}'?" if close else f" Known keys: {', '.join(sorted(names))}."
+            raise ConfigError(f"unknown config key '{prefix}{key}'.{hint}")
+        kind = hints[key]
+        if dataclasses.is_dataclass(kind) and isinstance(value, dict):
+            value = from_dict(kind, value, f"{prefix}{key}.")
+        kwargs[key] = value
+    return cls(**kwargs)
+
+
+def to_dict(config: Any) -> dict[str, Any]:
+    return dataclasses.asdict(config)
+
+
+def apply_override(data: dict[str, Any], assignment: str) -> None:
+    """Set ``a.b.c=value`` in nested dict ``data``; the value is parsed as YAML (``4``, ``true``, ``[1, 2]``)."""
+    import yaml
+
+    if "=" not in assignment:
+        raise ConfigError(f"expected an override of the form key=value (e.g. rollout.group_size=8), got {assignment!r}")
+    key, raw = assignment.split("=", 1)
+    parts = key.strip().split(".")
+    node = data
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+        if not isinstance(node, dict):
+            raise ConfigError(f"config key {key!r}: {part!r} is a value, not a section")
+    node[parts[-1]] = yaml.safe_load(raw)
+
+
+def load_config(path: str | Path | None, overrides: list[str] = ()) -> TrainConfig:
+    """Defaults, updated by the YAML file at ``path`` (if any), then by each ``key=value`` override."""
+    import yaml
+
+    data: dict[str, Any] = {}
+    if path is not None:
+        text = Path(path).read_text()
+        data = yaml.safe_load(text) or {}
+        if not isinstance(data, dict):
+            raise ConfigError(f"expected a YAML mapping at the top of {path}, got {type(data).__name__}")
+    for assignment in overrides:
+        apply_override(data, assignment)
+    return _typed(TrainConfig, data)
+
+
+def _typed(cls: type, data: dict[str, Any]) -> TrainConfig:
+    try:
+        return from_dict(cls, data)
+    except TypeError as e:  # a value of the wrong shape reached a constructor
+        raise ConfigError(f"invalid config: {e}") from e

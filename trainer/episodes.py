@@ -1,0 +1,125 @@
+"""Text episodes: any :class:`~trainer.policy.Policy` plays envs chat-to-chat (evaluation, BC data, corpora).
+
+This is the text path: the policy sees chat messages and answers text, so it serves the scripted expert,
+random baselines, HTTP models and evaluation of trained models alike. Training rollouts, which must keep
+exact token ids, go through :mod:`trainer.rollout` instead.
+
+>>> spec = EnvSpec("agentgym/Household-PickPlace-v0", max_turns=8)
+>>> from trainer.baselines import ScriptedExpertPolicy
+>>> episodes = run_text_episodes(ScriptedExpertPolicy(), spec, task_indices=[0, 1], seed=0)
+>>> [e.won for e in episodes]
+[True, True]
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import gymnasium
+import numpy as np
+
+from agentgym_envs.chat import ChatHistory, Message
+from agentgym_envs.protocols import ActionProtocolWrapper
+
+from .baselines import EnvBoundPolicy
+from .policy import Policy, SamplingConfig
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """Which env to play and how: id, make kwargs (``split=`` …), reply protocol and a turn limit."""
+
+    env_id: str
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    protocol: str = "plain"
+    max_turns: int = 10
+    system_prompt: str | None = None
+    """``None`` keeps the env's recommended system prompt; a string replaces it (``""``: no system message,
+    which saves a small model from re-reading ~100 identical tokens every turn)."""
+
+    def make(self) -> gymnasium.Env:
+        """A fresh env, wrapped so that raw model replies are parsed and turns are capped."""
+        import agentgym_envs  # noqa: F401  (registers the ids, also in worker processes)
+
+        return ActionProtocolWrapper(gymnasium.make(self.env_id, **self.kwargs), self.protocol, max_turns=self.max_turns)
+
+    def start_info(self, info: dict[str, Any]) -> dict[str, Any]:
+        """The reset info with this spec's system prompt applied."""
+        return info if self.system_prompt is None else {**info, "system_prompt": self.system_prompt}
+
+    def num_tasks(self) -> int:
+        return int(self.make().unwrapped.num_tasks)
+
+
+@dataclass
+class TextEpisode:
+    """One finished episode as chat: the messages a model saw, plus the outcome."""
+
+    task_index: int
+    history: ChatHistory
+    rewards: list[float] = field(default_factory=list)
+    won: bool = False
+    infra_error: str | None = None
+
+    @property
+    def ret(self) -> float:
+        return float(sum(self.rewards))
+
+    def messages(self) -> list[Message]:
+        return self.history.messages()
+
+
+def turn_seed(seed: int | None, turn: int) -> int | None:
+    """A per-turn sampler seed derived from the episode batch's seed (so turns do not share draws)."""
+    if seed is None:
+        return None
+    return int(np.random.SeedSequence([seed, turn]).generate_state(1)[0])
+
+
+def run_text_episodes(policy: Policy, spec: EnvSpec, task_indices: Sequence[int], *, seed: int = 0,
+                      sampling: SamplingConfig | None = None) -> list[TextEpisode]:
+    """Play one episode per task index with ``policy``, all in one batch, in this process.
+
+    Env ``i`` is reset with ``seed + i``; sampling seeds derive from ``sampling.seed`` and the turn number.
+    """
+    sampling = sampling or SamplingConfig(temperature=0.0)
+    envs = [spec.make() for _ in task_indices]
+    episodes = []
+    for i, (env, task) in enumerate(zip(envs, task_indices)):
+        obs, info = env.reset(seed=seed + i, options={"task_index": int(task)})
+        episodes.append(TextEpisode(int(task), ChatHistory()))
+        episodes[-1].history.start(obs, spec.start_info(info))
+    active = list(range(len(envs)))
+    for turn in range(spec.max_turns):
+        if not active:
+            break
+        if isinstance(policy, EnvBoundPolicy):
+            policy.bind([envs[i] for i in active])
+        batch = [episodes[i].messages() for i in active]
+        completions = policy.act(batch, sampling=replace(sampling, seed=turn_seed(sampling.seed, turn)))
+        still = []
+        for i, completion in zip(active, completions):
+            obs, reward, terminated, truncated, info = envs[i].step(completion.text)
+            episode = episodes[i]
+            episode.history.add(completion.text, obs)
+            episode.rewards.append(float(reward))
+            episode.won = bool(info.get("won", False))
+            episode.infra_error = info.get("infra_error")
+            if not (terminated or truncated):
+                still.append(i)
+        active = still
+    for env in envs:
+        env.close()
+    return episodes
+
+
+def success_rate(episodes: Sequence[TextEpisode]) -> tuple[float, float]:
+    """Mean success and the half-width of its 95% normal-approximation confidence interval."""
+    wins = [e.won for e in episodes if e.infra_error is None]
+    if not wins:
+        return 0.0, 0.0
+    p = float(np.mean(wins))
+    return p, 1.96 * math.sqrt(p * (1 - p) / len(wins))

@@ -1,0 +1,24 @@
+"""The trainer's exceptions: messages say what was expected, what came, and what to do."""
+
+from __future__ import annotations
+
+
+class TrainerError(Exception):
+    """Base class of trainer errors."""
+
+
+class PrefixExtensionError(TrainerError):
+    """A turn's rendered prompt does not extend the previous turn's text: the chat template rewrote history.
+
+    Training on such episodes would score tokens the policy never saw (the classic multi-turn bug), so the
+    rollout stops instead. Typical cause: templates that drop ``<think>`` blocks of earlier assistant turns
+    or re-format past messages; use a template that renders past turns verbatim.
+    """
+
+
+class ConfigError(TrainerError, ValueError):
+    """A configuration value is invalid; the message names the field and the remedy."""
+
+
+class CheckpointError(TrainerError):
+    """A checkpoint is missing, incomplete or from an incompatible config."""

@@ -1,0 +1,58 @@
+"""Log-probs and entropies of sampled tokens straight from final hidden states, never holding [N, V] logits.
+
+The trainer's log-prob recomputation goes through :func:`linear_logprob_entropy`. Today the only backend
+is the pure-torch chunked path (:mod:`trainer.kernels.torch_chunked`); a Triton kernel with the same
+numerics lands later behind ``backend="triton"`` and becomes ``"auto"``'s choice on GPU.
+
+Naive equivalent (what the tests compare against, in float64)::
+
+    logits = hidden @ weight.T / temperature            # (N, V)
+    logp = logits.log_softmax(-1)
+    logprobs = logp.gather(-1, targets[:, None]).squeeze(-1)
+    entropies = -(logp.exp() * logp).sum(-1)
+
+>>> import torch
+>>> h, W, y = torch.randn(5, 8), torch.randn(11, 8), torch.tensor([0, 3, 10, 2, 2])
+>>> lp, ent = linear_logprob_entropy(h, W, y)
+>>> torch.allclose(lp, (h @ W.T).log_softmax(-1).gather(-1, y[:, None]).squeeze(-1), atol=1e-5)
+True
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .torch_chunked import DEFAULT_CHUNK, linear_logprob_entropy_torch
+
+__all__ = ["linear_logprob_entropy", "BACKENDS"]
+
+BACKENDS = ("auto", "torch")
+
+
+def linear_logprob_entropy(hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor,
+                           temperature: float = 1.0, backend: str = "auto",
+                           chunk: int = DEFAULT_CHUNK) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-token ``log softmax(hidden Wᵀ / T)[target]`` and entropy of that distribution; differentiable.
+
+    Args:
+        hidden: (N, H) final hidden states (after the last norm), one row per predicted token.
+        weight: (V, H) output projection (``lm_head.weight``).
+        targets: (N,) ids whose log-probs are wanted.
+        temperature: the sampling temperature the log-probs must match.
+        backend: ``"auto"`` (the torch path for now) or ``"torch"``.
+        chunk: tokens per block; peak extra memory is about ``chunk × V`` floats.
+
+    Returns:
+        ``(logprobs, entropies)``, both (N,) float32.
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r} (the Triton backend is not built yet)")
+    if hidden.dim() != 2 or weight.dim() != 2 or hidden.shape[1] != weight.shape[1]:
+        raise ValueError(f"expected hidden (N, H) and weight (V, H), got {tuple(hidden.shape)} and {tuple(weight.shape)}")
+    if targets.shape != hidden.shape[:1]:
+        raise ValueError(f"expected targets of shape ({hidden.shape[0]},), got {tuple(targets.shape)}")
+    if not temperature > 0:
+        raise ValueError(f"temperature must be > 0, got {temperature}")
+    if chunk < 1:
+        raise ValueError(f"chunk must be >= 1, got {chunk}")
+    return linear_logprob_entropy_torch(hidden, weight, targets.long(), temperature, chunk)

@@ -1,0 +1,71 @@
+"""Pure-torch chunked log-prob and entropy of target tokens under a linear output layer.
+
+For a chunk of C tokens at a time, with ``z = h Wᵀ / T`` (C, V) and ``p = softmax(z)``:
+
+    logprob = z[y] - logsumexp(z)              entropy = logsumexp(z) - Σ_v p_v z_v
+    ∂logprob/∂z = onehot(y) - p                ∂entropy/∂z = -p ⊙ (z - Σ_v p_v z_v)
+
+Forward keeps only the per-token results; backward recomputes each chunk's logits and turns the two
+upstream gradients into ``∂z``, then ``∂h = ∂z W / T`` and ``∂W = ∂zᵀ h / T``. So at most one [C, V]
+block of logits exists at any time, in the forward and in the backward pass. Math is in float32 whatever
+the input dtype; gradients are returned in the inputs' dtypes.
+"""
+
+from __future__ import annotations
+
+import torch
+
+#: Tokens per chunk by default: [C, V] float32 logits at V = 151,936 are ~150 MB for C = 256.
+DEFAULT_CHUNK = 256
+
+
+def _chunk_stats(h: torch.Tensor, weight: torch.Tensor, y: torch.Tensor, temperature: float):
+    """Logits (C, V), probabilities, log-prob of ``y`` and entropy for one chunk, in float32."""
+    z = (h.float() @ weight.float().T) / temperature  # (C, V)
+    lse = torch.logsumexp(z, dim=-1)  # (C,)
+    p = torch.exp(z - lse[:, None])  # (C, V)
+    mean_z = (p * z).sum(-1)  # (C,)  E_p[z]
+    logprob = z.gather(-1, y[:, None]).squeeze(-1) - lse
+    return z, p, mean_z, logprob, lse - mean_z
+
+
+class LinearLogprobEntropy(torch.autograd.Function):
+    """``(hidden (N, H), weight (V, H), targets (N,)) -> (logprobs (N,), entropies (N,))``, chunked over tokens."""
+
+    @staticmethod
+    def forward(ctx, hidden, weight, targets, temperature: float, chunk: int):
+        N = hidden.shape[0]
+        logprobs = torch.empty(N, dtype=torch.float32, device=hidden.device)
+        entropies = torch.empty(N, dtype=torch.float32, device=hidden.device)
+        for s in range(0, N, chunk):
+            _, _, _, lp, ent = _chunk_stats(hidden[s:s + chunk], weight, targets[s:s + chunk], temperature)
+            logprobs[s:s + chunk], entropies[s:s + chunk] = lp, ent
+        ctx.save_for_backward(hidden, weight, targets)
+        ctx.temperature, ctx.chunk = temperature, chunk
+        return logprobs, entropies
+
+    @staticmethod
+    def backward(ctx, grad_logprobs, grad_entropies):
+        hidden, weight, targets = ctx.saved_tensors
+        T, chunk = ctx.temperature, ctx.chunk
+        grad_hidden = torch.zeros_like(hidden, dtype=torch.float32) if ctx.needs_input_grad[0] else None
+        grad_weight = torch.zeros_like(weight, dtype=torch.float32) if ctx.needs_input_grad[1] else None
+        W = weight.float()
+        for s in range(0, hidden.shape[0], chunk):
+            h, y = hidden[s:s + chunk].float(), targets[s:s + chunk]
+            z, p, mean_z, _, _ = _chunk_stats(h, weight, y, T)
+            dz = -p * grad_logprobs[s:s + chunk, None].float()  # (C, V)
+            dz.scatter_add_(-1, y[:, None], grad_logprobs[s:s + chunk, None].float())
+            dz -= grad_entropies[s:s + chunk, None].float() * p * (z - mean_z[:, None])
+            dz /= T
+            if grad_hidden is not None:
+                grad_hidden[s:s + chunk] = dz @ W
+            if grad_weight is not None:
+                grad_weight += dz.T @ h
+        return (None if grad_hidden is None else grad_hidden.to(hidden.dtype),
+                None if grad_weight is None else grad_weight.to(weight.dtype), None, None, None)
+
+
+def linear_logprob_entropy_torch(hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor,
+                                 temperature: float = 1.0, chunk: int = DEFAULT_CHUNK) -> tuple[torch.Tensor, torch.Tensor]:
+    return LinearLogprobEntropy.apply(hidden, weight, targets, float(temperature), int(chunk))

@@ -1,0 +1,37 @@
+"""Run logging: one JSON object per update in ``metrics.jsonl`` (always), a rich progress line (optional)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+
+class JsonlLogger:
+    """Appends one JSON line per record; on resume, drops records past the resumed step first."""
+
+    def __init__(self, path: str | Path, *, resume_step: int | None = None):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if resume_step is not None and self.path.exists():
+            kept = [line for line in self.path.read_text().splitlines()
+                    if line.strip() and json.loads(line).get("step", -1) <= resume_step]
+            self.path.write_text("".join(line + "\n" for line in kept))
+        elif resume_step is None:
+            self.path.write_text("")
+
+    def log(self, record: dict[str, Any]) -> None:
+        clean = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in record.items()}
+        with self.path.open("a") as f:
+            f.write(json.dumps(clean, sort_keys=True) + "\n")
+
+
+def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+
+
+def summary_line(record: dict[str, Any]) -> str:
+    keys = ("step", "reward", "success", "entropy", "clip_fraction", "logprob_gap_max", "tokens_per_s")
+    return "  ".join(f"{k}={record[k]:.4g}" if isinstance(record.get(k), float) else f"{k}={record.get(k)}"
+                     for k in keys if k in record)

@@ -1,0 +1,307 @@
+"""The training loop: collect → advantages → loss → update → (eval) → checkpoint, one short method each.
+
+The policy that samples and the model that learns are one ``torch`` module (the HF backend), so the
+weights the next collection uses are always the weights just updated: weight sync is a no-op by
+construction. Every random draw derives from ``config.seed`` and the step (:mod:`trainer.seeding`), and
+a checkpoint carries everything else, so a killed run resumed from its last checkpoint reproduces the
+uninterrupted run bit for bit on CPU.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .algorithms import CRITIC_ESTIMATORS, AdvantageSettings, estimate, group_by, token_advantages
+from .backends.hf import HFPolicy
+from .bc import behaviour_clone, expert_trajectories
+from .checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from .config import TrainConfig, to_dict
+from .episodes import EnvSpec, run_text_episodes, success_rate
+from .log import JsonlLogger, summary_line
+from .logprobs import pack, token_logprobs
+from .loss import LossSettings, policy_loss
+from .policy import SamplingConfig
+from .rollout import RolloutWorker
+from .seeding import TaskSampler, capture_rng, derive_seed, restore_rng
+from .trajectory import Trajectory
+from .value import ValueHead, dense_value_targets, turn_start_positions
+
+#: Purposes of derived seeds (stream ids), so that no two uses share random numbers.
+_SAMPLE, _ENV, _BC, _EVAL, _LORA = 1, 2, 3, 4, 5
+
+
+def load_model(config: TrainConfig) -> tuple[Any, Any]:
+    """The policy's ``(model, tokenizer)``: the tiny model built locally, or a local HF directory; with
+    ``policy.lora.rank > 0`` wrapped in ``peft`` adapters (only they train)."""
+    if config.policy.kind == "tiny":
+        from .tiny import build_tiny
+
+        model, tokenizer = build_tiny(config.policy.tiny, config.policy.cache_dir or None)
+    else:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        model = AutoModelForCausalLM.from_pretrained(config.policy.path, dtype=torch.float32)
+        tokenizer = AutoTokenizer.from_pretrained(config.policy.path)
+    lora = config.policy.lora
+    if lora.rank > 0:
+        from peft import LoraConfig, get_peft_model
+
+        with torch.random.fork_rng(devices=[]):  # adapter init draws from torch's RNG: keep it seeded and local
+            torch.manual_seed(derive_seed(config.seed, _LORA))
+            model = get_peft_model(model, LoraConfig(r=lora.rank, lora_alpha=lora.alpha, target_modules=list(lora.targets),
+                                                     lora_dropout=0.0, bias="none", task_type="CAUSAL_LM"))
+    return model, tokenizer
+
+
+class Trainer:
+    """Owns the policy, optimiser, rollout worker and task sampler of one run (``config.out_dir``)."""
+
+    def __init__(self, config: TrainConfig):
+        self.config = config
+        torch.set_num_threads(config.policy.threads)
+        model, tokenizer = load_model(config)
+        self.policy = HFPolicy(model, tokenizer)
+        self.model = model
+        self.value_head = ValueHead(model.config.hidden_size) if config.algorithm.estimator in CRITIC_ESTIMATORS else None
+        trainable = [p for p in model.parameters() if p.requires_grad] + self._critic_parameters()
+        self.optimizer = torch.optim.AdamW(trainable, lr=config.optim.lr, weight_decay=config.optim.weight_decay)
+        warmup = max(config.optim.warmup_steps, 1)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda s: min(1.0, (s + 1) / warmup))
+        env = config.env
+        kwargs = {"dense_reward": True} if env.dense_reward else {}
+        self.train_spec = EnvSpec(env.env_id, {"split": env.train_split, **kwargs}, env.protocol, env.max_turns, env.system_prompt)
+        self.eval_spec = EnvSpec(env.env_id, {"split": env.eval_split}, env.protocol, env.max_turns, env.system_prompt)
+        self.sampler = TaskSampler(env.train_tasks or self.train_spec.num_tasks(), config.seed)
+        self.ref_model: Any = None
+        self.step = 0
+        self.bc_done = config.bc.episodes == 0
+        self._worker: RolloutWorker | None = None
+
+    # ----------------------------------------------------------------- state
+    def state_dict(self) -> dict[str, Any]:
+        return {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+                "scheduler": self.scheduler.state_dict(), "sampler": self.sampler.state_dict(),
+                "ref_model": None if self.ref_model is None else self.ref_model.state_dict(),
+                "value_head": None if self.value_head is None else self.value_head.state_dict(),
+                "rng": capture_rng(), "step": self.step, "bc_done": self.bc_done, "config": to_dict(self.config)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.sampler.load_state_dict(state["sampler"])
+        if state["ref_model"] is not None:
+            self.ref_model = self.reference_copy()
+            self.ref_model.load_state_dict(state["ref_model"])
+        if self.value_head is not None:
+            self.value_head.load_state_dict(state["value_head"])
+        restore_rng(state["rng"])
+        self.step, self.bc_done = state["step"], state["bc_done"]
+
+    def save(self) -> Path:
+        return save_checkpoint(self.config.out_dir, self.step, self.state_dict())
+
+    def resume(self) -> bool:
+        """Load the latest checkpoint of ``out_dir`` if there is one; returns whether it did."""
+        path = latest_checkpoint(self.config.out_dir)
+        if path is None:
+            return False
+        self.load_state_dict(load_checkpoint(path))
+        return True
+
+    def _critic_parameters(self) -> list[torch.nn.Parameter]:
+        return [] if self.value_head is None else list(self.value_head.parameters())
+
+    def reference_copy(self) -> Any:
+        """A frozen copy of the current policy: the KL reference (taken after the warm-up)."""
+        ref = copy.deepcopy(self.model).eval()
+        for p in ref.parameters():
+            p.requires_grad_(False)
+        return ref
+
+    # ----------------------------------------------------------------- phases
+    def warm_up(self, log: Any = None) -> dict[str, float]:
+        """Behaviour cloning from the scripted expert on ``bc.episodes`` train tasks (once per run)."""
+        bc = self.config.bc
+        tasks = TaskSampler(self.sampler.num_tasks, derive_seed(self.config.seed, _BC)).next(bc.episodes)
+        data = expert_trajectories(self.policy, self.train_spec, tasks, seed=derive_seed(self.config.seed, _BC))
+        result = behaviour_clone(self.policy, data, epochs=bc.epochs, batch_size=bc.batch_size, lr=bc.lr,
+                                 seed=derive_seed(self.config.seed, _BC, 1), kernel_backend=self.config.loss.kernel_backend)
+        self.bc_done = True
+        return {"bc_trajectories": result.trajectories, "bc_first_loss": result.first_loss, "bc_last_loss": result.last_loss}
+
+    def evaluate(self) -> dict[str, float]:
+        """Held-out success on ``env.eval_split`` (greedy by default)."""
+        ev = self.config.eval
+        tasks = list(range(self.eval_spec.num_tasks()))[: ev.num_tasks or None] * ev.repeats
+        sampling = SamplingConfig(temperature=ev.temperature, max_new_tokens=self.config.rollout.max_new_tokens,
+                                  seed=derive_seed(self.config.seed, _EVAL))
+        episodes = run_text_episodes(self.policy, self.eval_spec, tasks, seed=0, sampling=sampling)
+        success, ci95 = success_rate(episodes)
+        return {"eval_success": success, "eval_success_ci95": ci95, "eval_episodes": len(episodes)}
+
+    def collect(self) -> tuple[list[Trajectory], dict[str, float]]:
+        r = self.config.rollout
+        if self._worker is None:
+            self._worker = RolloutWorker(self.train_spec, tasks_per_batch=r.tasks_per_step, group_size=r.group_size,
+                                         max_context_tokens=r.max_context_tokens, mode=r.mode)
+        sampling = SamplingConfig(temperature=r.temperature, top_p=r.top_p, max_new_tokens=r.max_new_tokens,
+                                  seed=derive_seed(self.config.seed, _SAMPLE, self.step))
+        trajectories, stats = self._worker.collect(self.policy, self.sampler.next(r.tasks_per_step), sampling=sampling,
+                                                   seed=derive_seed(self.config.seed, _ENV, self.step))
+        done = [t for t in trajectories if t.infra_error is None]
+        return trajectories, {
+            "reward": sum(t.ret for t in done) / max(len(done), 1), "success": sum(t.won for t in done) / max(len(done), 1),
+            "turns": sum(t.num_turns for t in done) / max(len(done), 1), "infra_errors": len(trajectories) - len(done),
+            "tokens_per_s": stats.tokens_per_s, "env_steps_per_s": stats.env_steps_per_s, "rollout_s": stats.seconds}
+
+    def advantages(self, trajectories: list[Trajectory]) -> tuple[list[Trajectory], list[list[float]], dict[str, float]]:
+        """Per-token advantages of the trainable trajectories, after dropping zero-variance groups."""
+        groups = [[t for t in g if t.trainable] for g in group_by(trajectories)]
+        groups = [g for g in groups if len(g) == self.config.rollout.group_size]
+        kept = [g for g in groups if not (self.config.algorithm.filter_zero_variance and len({t.ret for t in g}) == 1)]
+        alg = self.config.algorithm
+        flat = [t for g in kept for t in g]
+        if self.value_head is not None and flat:
+            self._read_critic(flat)
+        settings = AdvantageSettings(gamma=alg.gamma, gigpo_omega=alg.gigpo_omega, gae_lambda=alg.gae_lambda)
+        per_turn = [a for g in (estimate(alg.estimator, kept, settings) if kept else []) for a in g]  # per trajectory
+        per_token = [token_advantages(t, a) for t, a in zip(flat, per_turn)]
+        return flat, per_token, {"groups_kept": len(kept), "groups_total": len(groups)}
+
+    @torch.no_grad()
+    def _read_critic(self, trajectories: list[Trajectory]) -> None:
+        """Set each trajectory's ``turn_values`` from the value head (before the update: the "old" values)."""
+        batch = pack(trajectories, self.policy.pad_id)
+        hidden = self.model.get_decoder()(input_ids=batch.input_ids, attention_mask=batch.attention_mask).last_hidden_state
+        values = self.value_head(hidden)  # (B, T)
+        for b, t in enumerate(trajectories):
+            t.turn_values = [float(values[b, i]) for i in turn_start_positions(t)]
+
+    def update(self, trajectories: list[Trajectory], advantages: list[list[float]]) -> dict[str, float]:
+        """One pass of ``optim.minibatches`` gradient steps over the batch."""
+        if not trajectories:  # every group had zero variance: nothing to learn (the schedule counts updates)
+            return {"updated": 0.0}
+        self.model.train()
+        n = self.config.optim.minibatches
+        chunks = [list(range(len(trajectories)))[i::n] for i in range(n)]
+        metrics: dict[str, float] = {}
+        targets = None
+        if self.value_head is not None:  # critic targets: GAE returns = advantage + old value, per turn
+            returns = [[adv[p + 1] + v for p, v in zip(turn_start_positions(t), t.turn_values)]
+                       for t, adv in zip(trajectories, advantages)]
+            targets = dense_value_targets(trajectories, returns)
+        for k, chunk in enumerate(chunks):
+            batch = pack([trajectories[i] for i in chunk], self.policy.pad_id, [advantages[i] for i in chunk],
+                         value_targets=None if targets is None else [targets[i] for i in chunk])
+            step_metrics = self._gradient_step(batch)
+            if k == 0:
+                metrics.update(step_metrics)
+        self.scheduler.step()
+        return {**metrics, "updated": 1.0, "lr": self.scheduler.get_last_lr()[0]}
+
+    def _gradient_step(self, batch) -> dict[str, float]:
+        c = self.config
+        logp, entropy, hidden = token_logprobs(self.model, batch, temperature=c.rollout.temperature or 1.0,
+                                               backend=c.loss.kernel_backend, return_hidden=True)
+        ref_logp = None
+        if self.ref_model is not None:
+            with torch.no_grad():
+                ref_logp, _ = token_logprobs(self.ref_model, batch, temperature=c.rollout.temperature or 1.0)
+        settings = LossSettings(c.loss.clip_low, c.loss.clip_high, c.loss.aggregation, c.loss.kl_coef,
+                                c.loss.kl_estimator, c.loss.entropy_coef, c.rollout.max_new_tokens * c.env.max_turns)
+        loss, metrics = policy_loss(logp, batch.sampling_logprobs, batch.advantages, batch.loss_mask, settings,
+                                    entropy=entropy, ref_logp=ref_logp)
+        if self.value_head is not None:
+            has_target = ~torch.isnan(batch.value_targets)  # (B, T)
+            value_loss = ((self.value_head(hidden[has_target]) - batch.value_targets[has_target]) ** 2).mean()
+            loss = loss + c.algorithm.value_coef * value_loss
+            metrics["value_loss"] = float(value_loss.detach())
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        params = [p for p in self.model.parameters() if p.requires_grad] + self._critic_parameters()
+        grad_norm = torch.nn.utils.clip_grad_norm_(params, c.optim.grad_clip)
+        self.optimizer.step()
+        gap = ((logp.detach() - batch.sampling_logprobs).abs() * batch.loss_mask)
+        return {**metrics, "loss": float(loss.detach()), "grad_norm": float(grad_norm),
+                "logprob_gap_mean": float(gap.sum() / batch.loss_mask.sum()), "logprob_gap_max": float(gap.max()),
+                "train_tokens": float(batch.num_tokens)}
+
+    def train_step(self) -> dict[str, float]:
+        start = time.perf_counter()
+        trajectories, metrics = self.collect()
+        kept, advantages, adv_metrics = self.advantages(trajectories)
+        metrics.update(adv_metrics)
+        metrics.update(self.update(kept, advantages))
+        self.step += 1
+        return {"step": self.step, **metrics, "step_s": time.perf_counter() - start}
+
+    def close(self) -> None:
+        if self._worker is not None:
+            self._worker.close()
+            self._worker = None
+
+
+def fit(trainer: Trainer, *, stop_after: int | None = None, echo: Any = print) -> list[dict[str, Any]]:
+    """Run ``trainer`` from wherever its checkpoint left it to ``config.steps``, logging every step.
+
+    ``stop_after`` ends the call after that many updates in this process (tests use it to simulate a kill).
+    Returns the records logged in this call.
+    """
+    c = trainer.config
+    resumed = trainer.resume()
+    logger = JsonlLogger(Path(c.out_dir) / "metrics.jsonl", resume_step=trainer.step if resumed else None)
+    records: list[dict[str, Any]] = []
+
+    def emit(record: dict[str, Any]) -> None:
+        logger.log(record)
+        records.append(record)
+        if echo is not None:
+            echo(summary_line(record) if "reward" in record else record)
+
+    if not trainer.bc_done:
+        emit({"step": 0, "phase": "bc", **trainer.warm_up()})
+        trainer.save()
+    if trainer.ref_model is None and c.loss.kl_coef > 0:
+        trainer.ref_model = trainer.reference_copy()
+    done_here = 0
+    with _progress(c.progress, c.steps, trainer.step) as advance:
+        while trainer.step < c.steps and (stop_after is None or done_here < stop_after):
+            record = trainer.train_step()
+            if c.eval.every and trainer.step % c.eval.every == 0:
+                record.update(trainer.evaluate())
+            emit(record)
+            done_here += 1
+            advance()
+            if (c.checkpoint_every and trainer.step % c.checkpoint_every == 0) or trainer.step == c.steps:
+                trainer.save()
+    return records
+
+
+class _progress:
+    """A rich progress bar on a terminal when asked for; otherwise nothing."""
+
+    def __init__(self, enabled: bool, total: int, completed: int):
+        import sys
+
+        self.enabled = enabled and sys.stdout.isatty()
+        self.total, self.completed = total, completed
+
+    def __enter__(self):
+        if not self.enabled:
+            return lambda: None
+        from rich.progress import Progress
+
+        self._bar = Progress(transient=True)
+        self._bar.start()
+        task = self._bar.add_task("training", total=self.total, completed=self.completed)
+        return lambda: self._bar.advance(task)
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.enabled:
+            self._bar.stop()

@@ -1,0 +1,101 @@
+"""The policy contract: chat messages in, completions (text, exact token ids, sampling log-probs) out.
+
+Every backend (Hugging Face, vLLM, HTTP, the scripted expert and random baselines) implements
+:class:`Policy`. Model backends also implement :class:`TokenPolicy`, the token-in/token-out form that
+rollouts use so that ids are never re-tokenised between sampling and training (``shared/DESIGN.md`` §3).
+
+>>> SamplingConfig(temperature=0.0).greedy
+True
+>>> Completion("go to bed 1", [5, 9], [-0.1, -0.2], "stop").num_tokens
+2
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol, runtime_checkable
+
+from agentgym_envs.chat import Message
+
+__all__ = ["Message", "SamplingConfig", "Completion", "Policy", "TokenPolicy", "FinishReason"]
+
+#: ``stop``: end-of-turn token or a stop string; ``length``: ``max_new_tokens`` reached.
+FinishReason = Literal["stop", "length"]
+
+
+@dataclass(frozen=True)
+class SamplingConfig:
+    """How to sample one completion per prompt."""
+
+    temperature: float = 1.0
+    """Softmax temperature; 0 means greedy. Log-probs are reported at this temperature (1.0 when greedy)."""
+    top_p: float = 1.0
+    """Nucleus sampling mass in (0, 1]. Log-probs stay those of the full tempered distribution, which
+    is what the trainer recomputes; keep 1.0 for on-policy RL."""
+    max_new_tokens: int = 32
+    """Longest completion, in tokens."""
+    stop: tuple[str, ...] = ()
+    """Strings that end a completion (kept in its text and ids, so the ids stay exactly what was sampled)."""
+    seed: int | None = 0
+    """Seeds the sampler's own generator: the same seed, prompts and weights give the same completions."""
+
+    def __post_init__(self) -> None:
+        if not (self.temperature >= 0 and math.isfinite(self.temperature)):
+            raise ValueError(f"temperature must be a finite number >= 0 (0 = greedy), got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}; use 1.0 to sample from the full distribution")
+        if self.max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
+        if isinstance(self.stop, str):
+            object.__setattr__(self, "stop", (self.stop,))
+        if any(not isinstance(s, str) or not s for s in self.stop):
+            raise ValueError(f"stop must be a tuple of non-empty strings, got {self.stop!r}")
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0
+
+
+@dataclass
+class Completion:
+    """One sampled reply: its text and the exact ids and log-probs the sampler produced.
+
+    ``token_ids`` include the end-of-turn token when the model emitted one; ``text`` is their decoding
+    without special tokens. Text-only policies (scripted expert, HTTP) leave ids and log-probs empty.
+    """
+
+    text: str
+    token_ids: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    finish_reason: FinishReason = "stop"
+
+    @property
+    def num_tokens(self) -> int:
+        return len(self.token_ids)
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """Anything that answers a batch of chats: one completion per chat."""
+
+    def act(self, batch: list[list[Message]], *, sampling: SamplingConfig) -> list[Completion]: ...
+
+
+@runtime_checkable
+class TokenPolicy(Policy, Protocol):
+    """A model policy that also samples from token ids directly (what rollouts use).
+
+    ``render_chat`` applies the chat template (ending with the generation prompt), ``encode`` turns text
+    the template inserted into ids, and ``decode`` turns sampled ids back into text with special tokens
+    kept, so that the template renders a reply exactly as it was sampled.
+    """
+
+    def render_chat(self, messages: Sequence[Message]) -> str: ...
+
+    def encode(self, text: str) -> list[int]: ...
+
+    def decode(self, ids: Sequence[int]) -> str: ...
+
+    def generate(self, prompt_ids: list[list[int]], *, sampling: SamplingConfig) -> list[Completion]: ...

@@ -1,0 +1,143 @@
+"""Trajectories: an episode as the exact token ids the policy read and wrote (``shared/DESIGN.md`` §3).
+
+A trajectory is one token sequence per episode: the first prompt (chat template applied to the system
+prompt and first observation), then for each turn the ids the policy sampled, exactly as sampled, then
+the ids of the text the template and env inserted before the next reply. ``loss_mask`` is 1 exactly on
+sampled ids, which carry their sampling log-probs. Nothing is re-tokenised: the ids the trainer scores
+are the ids the sampler conditioned on.
+
+The **prefix-extension invariant** is checked every turn: the template's rendering of the chat after the
+turn must begin with the text seen so far (previous prompt + the reply as sampled). Only the new suffix
+is tokenised. A template that rewrites earlier turns raises :class:`~trainer.errors.PrefixExtensionError`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from .errors import PrefixExtensionError
+from .policy import Completion, Message, TokenPolicy
+
+#: How an episode ended: the env ended it, the turn limit or env truncated it, the context budget ran
+#: out, or the env's infrastructure failed (never blamed on the agent: such trajectories are not trained on).
+Finish = Literal["terminated", "truncated", "context", "infra_error", "running"]
+
+
+@dataclass
+class Trajectory:
+    """One episode's tokens and outcome. Per-token lists have one entry per id in ``token_ids``."""
+
+    token_ids: list[int]
+    loss_mask: list[int]
+    """1 on ids the policy sampled, 0 on prompt, template and observation ids."""
+    sampling_logprobs: list[float]
+    """The sampler's log-prob of each sampled id (0.0 where ``loss_mask`` is 0)."""
+    token_turns: list[int]
+    """The turn each sampled id belongs to (-1 where ``loss_mask`` is 0)."""
+    prompt_length: int
+    rewards: list[float] = field(default_factory=list)
+    """Env reward of each turn."""
+    state_keys: list[str] = field(default_factory=list)
+    """``state_key`` of the state each turn's reply was written in (for GiGPO step groups)."""
+    replies: list[str] = field(default_factory=list)
+    won: bool = False
+    finish: Finish = "running"
+    infra_error: str | None = None
+    task_index: int = -1
+    group: int = -1
+    turn_values: list[float] | None = None
+    """The critic's value of the state each turn's reply was written in (set by the trainer for PPO)."""
+
+    @property
+    def num_turns(self) -> int:
+        return len(self.rewards)
+
+    @property
+    def ret(self) -> float:
+        return float(sum(self.rewards))
+
+    @property
+    def num_generated(self) -> int:
+        return sum(self.loss_mask)
+
+    @property
+    def trainable(self) -> bool:
+        """Whether the trajectory carries a learning signal (at least one reply, no infrastructure failure)."""
+        return self.infra_error is None and self.num_generated > 0
+
+
+class TrajectoryBuilder:
+    """Grows a :class:`Trajectory` turn by turn while checking the prefix-extension invariant.
+
+    >>> from trainer.tiny.chat_template import render_chat
+    >>> class Chars:  # a toy token policy: one id per character
+    ...     render_chat = staticmethod(lambda m: render_chat(m, add_generation_prompt=True))
+    ...     encode = staticmethod(lambda text: [ord(c) for c in text])
+    ...     decode = staticmethod(lambda ids: "".join(map(chr, ids)))
+    >>> b = TrajectoryBuilder(Chars(), [{"role": "user", "content": "hi"}])
+    >>> b.add_reply(Completion("ok", [ord("o"), ord("k")], [-0.5, -0.1]), state_key="s0")
+    >>> b.add_observation([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"},
+    ...                    {"role": "user", "content": "bye"}])
+    >>> b.text  # the reply had no end-of-turn id: the template's <|end|> is env-side (loss_mask 0)
+    '<|user|>\\nhi<|end|>\\n<|assistant|>\\nok<|end|>\\n<|user|>\\nbye<|end|>\\n<|assistant|>\\n'
+    >>> sum(b.trajectory.loss_mask), b.trajectory.token_turns.count(0)
+    (2, 2)
+    """
+
+    def __init__(self, policy: TokenPolicy, messages: list[Message], *, task_index: int = -1, group: int = -1):
+        self.policy = policy
+        self.text = policy.render_chat(messages)
+        ids = policy.encode(self.text)
+        self.trajectory = Trajectory(list(ids), [0] * len(ids), [0.0] * len(ids), [-1] * len(ids), len(ids),
+                                     task_index=task_index, group=group)
+
+    @property
+    def ids(self) -> list[int]:
+        """The prompt for the next reply: every id so far."""
+        return self.trajectory.token_ids
+
+    def add_reply(self, completion: Completion, *, state_key: str) -> None:
+        """Append the sampled ids (loss-masked in) with their log-probs."""
+        if len(completion.logprobs) != len(completion.token_ids) or not completion.token_ids:
+            raise ValueError(f"a trained reply needs one log-prob per sampled id and at least one id; got "
+                             f"{len(completion.token_ids)} ids and {len(completion.logprobs)} log-probs")
+        t, turn = self.trajectory, self.trajectory.num_turns
+        t.token_ids += completion.token_ids
+        t.loss_mask += [1] * completion.num_tokens
+        t.sampling_logprobs += [float(x) for x in completion.logprobs]
+        t.token_turns += [turn] * completion.num_tokens
+        t.replies.append(completion.text)
+        t.state_keys.append(state_key)
+        t.rewards.append(0.0)  # filled by record_step
+        self.text += self.policy.decode(completion.token_ids)
+
+    def record_step(self, reward: float) -> None:
+        self.trajectory.rewards[-1] = float(reward)
+
+    def add_observation(self, messages: list[Message]) -> None:
+        """Append the ids of what the template adds after the last reply (observation, role markers)."""
+        rendered = self.policy.render_chat(messages)
+        if not rendered.startswith(self.text):
+            raise PrefixExtensionError(_mismatch(self.text, rendered, self.trajectory.num_turns))
+        delta = self.policy.encode(rendered[len(self.text):])
+        t = self.trajectory
+        t.token_ids += delta
+        t.loss_mask += [0] * len(delta)
+        t.sampling_logprobs += [0.0] * len(delta)
+        t.token_turns += [-1] * len(delta)
+        self.text = rendered
+
+    def finish(self, how: Finish, *, won: bool = False, infra_error: str | None = None) -> Trajectory:
+        t = self.trajectory
+        t.finish, t.won, t.infra_error = how, won, infra_error
+        return t
+
+
+def _mismatch(seen: str, rendered: str, turn: int) -> str:
+    at = next((i for i, (a, b) in enumerate(zip(seen, rendered)) if a != b), min(len(seen), len(rendered)))
+    return (f"turn {turn}: the chat template's rendering does not extend the text the policy saw "
+            f"(first difference at character {at}: expected {seen[at:at + 40]!r}, got {rendered[at:at + 40]!r}). "
+            "The template rewrites earlier turns (e.g. strips <think> from past replies or re-formats them); "
+            "training on it would score tokens the policy never conditioned on. Use a template that renders "
+            "past turns verbatim (or pass chat_template_kwargs that keep them).")

@@ -1,0 +1,48 @@
+"""The critic for PPO: a linear value head on the policy's final hidden states, read once per turn.
+
+Over turns, the state a reply is written in is the whole context before the reply's first sampled token,
+so the value of turn ``k`` is read from the hidden state at the position just before that token. GAE
+(:func:`trainer.algorithms.gae_advantages`) then runs over the turns of each trajectory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from .trajectory import Trajectory
+
+
+class ValueHead(torch.nn.Module):
+    """``V(h) = w·h + b``; zero-initialised so the first advantages are the plain returns."""
+
+    def __init__(self, hidden_size: int):
+        super().__init__()
+        self.linear = torch.nn.Linear(hidden_size, 1)
+        torch.nn.init.zeros_(self.linear.weight)
+        torch.nn.init.zeros_(self.linear.bias)
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        """(..., H) -> (...) values, in float32."""
+        return self.linear(hidden.float()).squeeze(-1)
+
+
+def turn_start_positions(trajectory: Trajectory) -> list[int]:
+    """For each turn, the position whose hidden state precedes the turn's first sampled token."""
+    starts: dict[int, int] = {}
+    for i, turn in enumerate(trajectory.token_turns):
+        if turn >= 0 and turn not in starts:
+            starts[turn] = i - 1
+    return [starts[k] for k in range(trajectory.num_turns)]
+
+
+def dense_value_targets(trajectories: Sequence[Trajectory], turn_targets: Sequence[Sequence[float]]) -> list[list[float]]:
+    """Per-token lists holding each turn's value target at its start position and NaN elsewhere."""
+    out = []
+    for t, targets in zip(trajectories, turn_targets):
+        row = [float("nan")] * len(t.token_ids)
+        for position, target in zip(turn_start_positions(t), targets):
+            row[position] = float(target)
+        out.append(row)
+    return out
