@@ -21,6 +21,7 @@ import os
 import subprocess
 import sys
 import weakref
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -32,6 +33,10 @@ from ..supervised import BASE_ENV, SANDBOX_GID, SANDBOX_UID, SupervisedSandbox, 
 HOST_SYSTEM_DIRS = ("usr", "etc", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
 ROOTFS_DIRS = ("usr", "etc", "var", "opt", "srv", "home")
 SHM_BYTES = 16 << 20
+
+
+#: The one thread that forks bwrap (see ``_launch``); its worker lives as long as the process.
+_SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bwrap-spawner")
 
 
 class BwrapSandbox(SupervisedSandbox):
@@ -56,10 +61,13 @@ class BwrapSandbox(SupervisedSandbox):
         stdout_r, stdout_w = os.pipe()
         drop = {"user": self._run_as, "group": self._run_as, "extra_groups": []} if os.getuid() == 0 else {}
         try:
-            proc = subprocess.Popen(
-                self._argv(), stdin=stdin_r, stdout=stdout_w, stderr=subprocess.PIPE, env=BASE_ENV,
-                close_fds=True, start_new_session=True, **drop,
-            )
+            # --die-with-parent is PR_SET_PDEATHSIG, which fires when the *thread* that forked bwrap exits,
+            # so sandboxes are always spawned from one long-lived thread (a short-lived caller thread, such
+            # as a pool user's, would take its sandbox down with it).
+            proc = _SPAWNER.submit(
+                subprocess.Popen, self._argv(), stdin=stdin_r, stdout=stdout_w, stderr=subprocess.PIPE,
+                env=BASE_ENV, close_fds=True, start_new_session=True, **drop,
+            ).result()
         finally:
             os.close(stdin_r)
             os.close(stdout_w)

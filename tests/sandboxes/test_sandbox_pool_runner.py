@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -130,3 +131,17 @@ def test_pool_bounds_and_shares_under_concurrency():
         pool.release(second)
     with pytest.raises(sandboxes.SandboxError, match="closed"):
         pool.acquire()
+
+
+def test_bwrap_sandbox_outlives_the_thread_that_made_it():
+    """bwrap's --die-with-parent follows the forking *thread*; a sandbox made in a finished thread must live."""
+    require_backend("bwrap")
+    import sandboxes
+
+    made = []
+    thread = threading.Thread(target=lambda: made.append(sandboxes.make("bwrap")))
+    thread.start()
+    thread.join()
+    with made[0] as box:
+        time.sleep(0.3)
+        assert box.run("echo alive", timeout=10).stdout == b"alive\n"
