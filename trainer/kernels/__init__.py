@@ -1,8 +1,10 @@
 """Log-probs and entropies of sampled tokens straight from final hidden states, never holding [N, V] logits.
 
-The trainer's log-prob recomputation goes through :func:`linear_logprob_entropy`. Today the only backend
-is the pure-torch chunked path (:mod:`trainer.kernels.torch_chunked`); a Triton kernel with the same
-numerics lands later behind ``backend="triton"`` and becomes ``"auto"``'s choice on GPU.
+The trainer's log-prob recomputation goes through :func:`linear_logprob_entropy`. Two backends share the
+numerics: the pure-torch chunked path (:mod:`trainer.kernels.torch_chunked`, CPU and the tests' sibling
+oracle) and a Triton kernel streaming over the vocabulary (:mod:`trainer.kernels.triton_linear_logprob`).
+``"auto"`` picks Triton for CUDA tensors when Triton imports, torch otherwise. The Triton module is imported
+lazily: whether ``@triton.jit`` builds GPU or interpreter kernels is fixed by ``TRITON_INTERPRET`` at import.
 
 Naive equivalent (what the tests compare against, in float64)::
 
@@ -20,13 +22,15 @@ True
 
 from __future__ import annotations
 
+import importlib.util
+
 import torch
 
 from .torch_chunked import DEFAULT_CHUNK, linear_logprob_entropy_torch
 
-__all__ = ["linear_logprob_entropy", "BACKENDS"]
+__all__ = ["BACKENDS", "linear_logprob_entropy", "resolve_backend"]
 
-BACKENDS = ("auto", "torch")
+BACKENDS = ("auto", "torch", "triton")
 
 
 def linear_logprob_entropy(hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor,
@@ -39,14 +43,15 @@ def linear_logprob_entropy(hidden: torch.Tensor, weight: torch.Tensor, targets: 
         weight: (V, H) output projection (``lm_head.weight``).
         targets: (N,) ids whose log-probs are wanted.
         temperature: the sampling temperature the log-probs must match.
-        backend: ``"auto"`` (the torch path for now) or ``"torch"``.
-        chunk: tokens per block; peak extra memory is about ``chunk × V`` floats.
+        backend: ``"auto"`` (Triton on CUDA when available, else torch), ``"torch"`` or ``"triton"``.
+        chunk: tokens per block of the torch path; peak extra memory is about ``chunk × V`` floats.
+            The Triton path chooses its own tiles (:func:`trainer.kernels.triton_linear_logprob.block_sizes`).
 
     Returns:
         ``(logprobs, entropies)``, both (N,) float32.
     """
     if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r} (the Triton backend is not built yet)")
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if hidden.dim() != 2 or weight.dim() != 2 or hidden.shape[1] != weight.shape[1]:
         raise ValueError(f"expected hidden (N, H) and weight (V, H), got {tuple(hidden.shape)} and {tuple(weight.shape)}")
     if targets.shape != hidden.shape[:1]:
@@ -55,4 +60,22 @@ def linear_logprob_entropy(hidden: torch.Tensor, weight: torch.Tensor, targets: 
         raise ValueError(f"temperature must be > 0, got {temperature}")
     if chunk < 1:
         raise ValueError(f"chunk must be >= 1, got {chunk}")
+    if resolve_backend(backend, hidden) == "triton":
+        from .triton_linear_logprob import linear_logprob_entropy_triton
+
+        return linear_logprob_entropy_triton(hidden, weight, targets.long(), temperature)
     return linear_logprob_entropy_torch(hidden, weight, targets.long(), temperature, chunk)
+
+
+def triton_available() -> bool:
+    """Whether the ``triton`` package is installed (it ships with CUDA builds of torch)."""
+    return importlib.util.find_spec("triton") is not None
+
+
+def resolve_backend(backend: str, hidden: torch.Tensor) -> str:
+    """``"auto"`` → ``"triton"`` for CUDA tensors when Triton is installed, else ``"torch"``."""
+    if backend == "auto":
+        return "triton" if hidden.is_cuda and triton_available() else "torch"
+    if backend == "triton" and not triton_available():
+        raise ValueError("backend='triton' needs the triton package (pip install triton); use backend='torch'")
+    return backend
