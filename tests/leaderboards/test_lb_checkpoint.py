@@ -7,7 +7,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from conftest import episode_rows, write_suite
+from lb_helpers import episode_rows, write_suite
 
 from leaderboards.policies import parse_spec
 from leaderboards.runner import BenchOptions, run_bench

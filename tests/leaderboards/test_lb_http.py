@@ -8,7 +8,7 @@ import sys
 import threading
 
 import pytest
-from conftest import REPO, agentgym, count, episode_rows, write_suite
+from lb_helpers import REPO, agentgym, count, episode_rows, write_suite
 
 from leaderboards.errors import RunAborted
 from leaderboards.runner import BenchOptions, run_bench

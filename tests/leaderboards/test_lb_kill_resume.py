@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 
-from conftest import REPO, agentgym, count, episode_rows, write_suite
+from lb_helpers import REPO, agentgym, count, episode_rows, write_suite
 
 from leaderboards.report import collect
 from leaderboards.runner import BenchOptions, run_bench

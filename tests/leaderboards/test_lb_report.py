@@ -9,7 +9,7 @@ from math import comb
 from pathlib import Path
 
 import pytest
-from conftest import REPO, agentgym, write_suite
+from lb_helpers import REPO, agentgym, write_suite
 
 from leaderboards.report import collect, markdown
 from leaderboards.runner import BenchOptions, run_bench

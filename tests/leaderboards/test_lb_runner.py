@@ -6,7 +6,7 @@ import sqlite3
 
 import gymnasium
 import pytest
-from conftest import FLAKY_ID, count, episode_rows, write_suite
+from lb_helpers import FLAKY_ID, count, episode_rows, write_suite
 
 from agentgym_envs.core import Step, TextEnv
 from leaderboards.errors import RunAborted

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 
 import pytest
-from conftest import agentgym
+from lb_helpers import agentgym
 
 from leaderboards.errors import PolicyLoadError, PolicySpecError
 from leaderboards.policies import FORMS, PolicySpec, parse_spec

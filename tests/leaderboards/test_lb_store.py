@@ -7,7 +7,7 @@ import sqlite3
 from dataclasses import replace
 
 import pytest
-from conftest import agentgym, count, write_suite
+from lb_helpers import agentgym, count, write_suite
 
 from leaderboards.errors import StoreError
 from leaderboards.records import EpisodeRecord, StepRecord

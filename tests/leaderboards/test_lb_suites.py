@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import write_suite
+from lb_helpers import write_suite
 
 from agentgym_envs.registration import catalogue
 from leaderboards.errors import SuiteError
