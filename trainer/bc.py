@@ -12,12 +12,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 
 from agentgym_envs.chat import episode_messages
 
 from .backends.hf import HFPolicy
-from .baselines import ScriptedExpertPolicy
+from .baselines import ScriptedExpertPolicy, _EnvPolicy
 from .episodes import EnvSpec, TextEpisode, run_text_episodes
 from .logprobs import pack, token_logprobs
 from .policy import Completion, SamplingConfig
@@ -31,8 +32,12 @@ class BCResult:
     last_loss: float
 
 
-def expert_trajectory(policy: HFPolicy, episode: TextEpisode) -> Trajectory:
-    """The token trajectory of a text episode, as if the policy had sampled the expert's replies."""
+def expert_trajectory(policy: HFPolicy, episode: TextEpisode, unlabeled_turns: frozenset[int] = frozenset()) -> Trajectory:
+    """The token trajectory of a text episode, as if the policy had sampled the expert's replies.
+
+    The replies of ``unlabeled_turns`` (the exploring expert's detours) stay in the context but get
+    ``loss_mask`` 0: BC learns the expert's action in the states they lead to, not the detours themselves.
+    """
     history = episode.history
     builder = TrajectoryBuilder(policy, episode_messages(history.system_prompt, history.first_observation, []),
                                 task_index=episode.task_index)
@@ -44,16 +49,72 @@ def expert_trajectory(policy: HFPolicy, episode: TextEpisode) -> Trajectory:
         if k + 1 < len(history.turns):
             builder.add_observation(episode_messages(history.system_prompt, history.first_observation,
                                                      history.turns[:k + 1]))
-    return builder.finish("terminated", won=episode.won)
+    trajectory = builder.finish("terminated", won=episode.won)
+    for i, turn in enumerate(trajectory.token_turns):
+        if turn in unlabeled_turns:
+            trajectory.loss_mask[i], trajectory.token_turns[i] = 0, -1
+    return trajectory
 
 
-def expert_trajectories(policy: HFPolicy, spec: EnvSpec, tasks: Sequence[int], seed: int) -> list[Trajectory]:
-    """Won expert episodes on ``tasks`` as trajectories (64 envs at a time)."""
+class ExploringExpertPolicy(_EnvPolicy):
+    """The scripted expert, except that before it has picked anything up, each of its ``go to`` moves is
+    replaced, with probability ``explore`` (at most ``max_detours`` times per episode), by a ``go to`` a
+    random other receptacle from ``valid_actions()``; the expert then carries on from there.
+
+    The household expert reads hidden state (it walks straight to the object), so pure expert data never
+    shows a state after a wrong guess. Detours put such states (arrive somewhere, the object is not there,
+    go elsewhere) into the behaviour-cloning data: DAgger-style recovery without a learner in the loop.
+    Draws come from a generator seeded from ``sampling.seed`` on each call, so data repeat exactly.
+    """
+
+    def __init__(self, protocol: Any = "plain", *, explore: float = 0.5, max_detours: int = 2):
+        super().__init__(protocol)
+        self.explore, self.max_detours = explore, max_detours
+        self._detours: dict[int, list[int]] = {}  # id(env) → the turns that were detours
+        self._turns: dict[int, int] = {}
+        self.order: list[int] = []  # id(env) of each episode, in the order of the first bind
+
+    def bind(self, envs: Sequence[Any]) -> None:
+        super().bind(envs)
+        if any(id(env) not in self._detours for env in self._envs):
+            self.order = [id(env) for env in self._envs]
+            self._detours = {key: [] for key in self.order}
+            self._turns = {key: 0 for key in self.order}
+
+    def detour_turns(self) -> list[frozenset[int]]:
+        """Per episode of the last run (in task order), the turns that were detours."""
+        return [frozenset(self._detours[key]) for key in self.order]
+
+    def act(self, batch: list[list[Any]], *, sampling: SamplingConfig) -> list[Completion]:
+        self._check(batch)
+        rng = np.random.default_rng(sampling.seed)
+        out = []
+        for env, chat in zip(self._envs, batch):
+            action = env.expert_action()
+            carrying = any("You pick up" in str(m["content"]) for m in chat if m["role"] == "user")
+            if (action.startswith("go to ") and not carrying and len(self._detours[id(env)]) < self.max_detours
+                    and rng.random() < self.explore):
+                others = [a for a in (env.valid_actions() or []) if a.startswith("go to ") and a != action]
+                if others:
+                    action = others[int(rng.integers(len(others)))]
+                    self._detours[id(env)].append(self._turns[id(env)])
+            self._turns[id(env)] += 1
+            out.append(self._completion(action, env))
+        return out
+
+
+def expert_trajectories(policy: HFPolicy, spec: EnvSpec, tasks: Sequence[int], seed: int, *,
+                        explore: float = 0.0, max_detours: int = 2) -> list[Trajectory]:
+    """Won expert episodes on ``tasks`` as trajectories (64 envs at a time); ``explore > 0`` uses the
+    :class:`ExploringExpertPolicy`."""
     out = []
     for start in range(0, len(tasks), 64):
-        episodes = run_text_episodes(ScriptedExpertPolicy(spec.protocol), spec, tasks[start:start + 64],
-                                     seed=seed + start, sampling=SamplingConfig(seed=seed))
-        out += [expert_trajectory(policy, e) for e in episodes if e.won]
+        expert = (ExploringExpertPolicy(spec.protocol, explore=explore, max_detours=max_detours) if explore > 0
+                  else ScriptedExpertPolicy(spec.protocol))
+        episodes = run_text_episodes(expert, spec, tasks[start:start + 64],
+                                     seed=seed + start, sampling=SamplingConfig(seed=seed + start))
+        unlabeled = expert.detour_turns() if isinstance(expert, ExploringExpertPolicy) else [frozenset()] * len(episodes)
+        out += [expert_trajectory(policy, e, u) for e, u in zip(episodes, unlabeled) if e.won]
     return out
 
 

@@ -97,6 +97,9 @@ class RolloutConfig:
     """Context budget per episode: an episode whose next prompt would not fit ends (``finish="context"``)."""
     mode: str = "thread"
     """Vector-env workers: ``thread`` or ``process``."""
+    invalid_penalty: float = 0.0
+    """Subtracted from a training turn's reward when the env says the action was invalid
+    (``info["action_valid"]`` false); evaluation and ``won`` are unaffected."""
 
     def __post_init__(self) -> None:
         _require(self.tasks_per_step >= 1, f"rollout.tasks_per_step must be >= 1, got {self.tasks_per_step}")
@@ -170,9 +173,15 @@ class BCConfig:
     epochs: int = 2
     batch_size: int = 16
     lr: float = 3e-3
+    explore: float = 0.0
+    """Probability that the expert detours to a random receptacle before each search move (household;
+    :class:`trainer.bc.ExploringExpertPolicy`): recovery states for BC. 0: the plain scripted expert."""
+    max_detours: int = 2
+    """At most this many detours per BC episode."""
 
     def __post_init__(self) -> None:
         _require(self.episodes >= 0 and self.epochs >= 1 and self.batch_size >= 1, "bc sizes must be positive")
+        _require(0.0 <= self.explore <= 1.0 and self.max_detours >= 0, "bc.explore must be in [0, 1], max_detours >= 0")
 
 
 @dataclass

@@ -129,7 +129,8 @@ class Trainer:
         """Behaviour cloning from the scripted expert on ``bc.episodes`` train tasks (once per run)."""
         bc = self.config.bc
         tasks = TaskSampler(self.sampler.num_tasks, derive_seed(self.config.seed, _BC)).next(bc.episodes)
-        data = expert_trajectories(self.policy, self.train_spec, tasks, seed=derive_seed(self.config.seed, _BC))
+        data = expert_trajectories(self.policy, self.train_spec, tasks, seed=derive_seed(self.config.seed, _BC),
+                                   explore=bc.explore, max_detours=bc.max_detours)
         result = behaviour_clone(self.policy, data, epochs=bc.epochs, batch_size=bc.batch_size, lr=bc.lr,
                                  seed=derive_seed(self.config.seed, _BC, 1), kernel_backend=self.config.loss.kernel_backend)
         self.bc_done = True
@@ -149,7 +150,8 @@ class Trainer:
         r = self.config.rollout
         if self._worker is None:
             self._worker = RolloutWorker(self.train_spec, tasks_per_batch=r.tasks_per_step, group_size=r.group_size,
-                                         max_context_tokens=r.max_context_tokens, mode=r.mode)
+                                         max_context_tokens=r.max_context_tokens, mode=r.mode,
+                                         invalid_penalty=r.invalid_penalty)
         sampling = SamplingConfig(temperature=r.temperature, top_p=r.top_p, max_new_tokens=r.max_new_tokens,
                                   seed=derive_seed(self.config.seed, _SAMPLE, self.step))
         trajectories, stats = self._worker.collect(self.policy, self.sampler.next(r.tasks_per_step), sampling=sampling,

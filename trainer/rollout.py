@@ -50,11 +50,14 @@ class RolloutWorker:
         group_size: G, rollouts per task from one identical initial state.
         max_context_tokens: the context budget per episode.
         mode: ``"thread"`` (cheap; pure-Python envs) or ``"process"`` (envs that may crash or hang).
+        invalid_penalty: subtracted from a turn's reward when the env reports ``info["action_valid"]`` false
+            (shaping for training only; ``won`` and evaluation are unaffected).
     """
 
     def __init__(self, spec: EnvSpec, *, tasks_per_batch: int, group_size: int, max_context_tokens: int,
-                 mode: str = "thread"):
+                 mode: str = "thread", invalid_penalty: float = 0.0):
         self.spec, self.group_size, self.max_context_tokens = spec, group_size, max_context_tokens
+        self.invalid_penalty = invalid_penalty
         self.venv = TextVectorEnv([spec.make] * (tasks_per_batch * group_size), mode=mode,
                                   group_size=group_size, autoreset=False)
 
@@ -85,7 +88,8 @@ class RolloutWorker:
                 stats.generated_tokens += completion.num_tokens
             observations, rewards, terminated, truncated, infos = self.venv.step(actions)
             for i in active:
-                episodes[i].observe(observations[i], float(rewards[i]), bool(terminated[i]), bool(truncated[i]),
+                penalty = self.invalid_penalty if infos[i].get("action_valid") is False else 0.0
+                episodes[i].observe(observations[i], float(rewards[i]) - penalty, bool(terminated[i]), bool(truncated[i]),
                                     infos[i], budget=self.max_context_tokens - sampling.max_new_tokens)
             stats.env_steps += len(active)
         stats.seconds = time.perf_counter() - start

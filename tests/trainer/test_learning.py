@@ -25,3 +25,44 @@ def test_success_rises_after_bc_and_rl(tmp_path, tiny_cache):
     assert untrained == 0.0
     assert trained >= 0.4, f"success after BC + RL was {trained} (untrained: {untrained})"
     assert len(records) == 10 and all(r["logprob_gap_max"] < 1e-3 for r in records if "logprob_gap_max" in r)
+
+
+def test_exploring_expert_detours_are_context_not_labels(tiny_policy):
+    """bc.explore: the expert sometimes first visits a wrong receptacle; those replies stay in the context
+    with loss_mask 0, every other reply is a label, and the data repeat exactly for a seed."""
+    from trainer.bc import expert_trajectories
+    from trainer.episodes import EnvSpec
+
+    spec = EnvSpec("agentgym/Household-PickPlace-v0", {"split": "train"}, max_turns=8, system_prompt="")
+    plain = expert_trajectories(tiny_policy, spec, list(range(8)), seed=0)
+    explored = expert_trajectories(tiny_policy, spec, list(range(8)), seed=0, explore=1.0, max_detours=1)
+    again = expert_trajectories(tiny_policy, spec, list(range(8)), seed=0, explore=1.0, max_detours=1)
+    assert [t.token_ids for t in explored] == [t.token_ids for t in again]
+    assert len(plain) == len(explored) == 8  # the expert recovers from one detour within the turn limit
+    for p, e in zip(plain, explored):
+        assert e.num_turns == p.num_turns + 1  # one detour each
+        labelled = {k for k in e.token_turns if k >= 0}
+        assert labelled == set(range(1, e.num_turns))  # the detour (turn 0) is not a label
+        assert sum(e.loss_mask) == sum(1 for k in e.token_turns if k >= 0)
+
+
+def test_invalid_penalty_shapes_training_rewards_only(tiny_policy):
+    """rollout.invalid_penalty: the same sampled episodes, minus the penalty on each turn the env called invalid."""
+    from trainer.episodes import EnvSpec
+    from trainer.policy import SamplingConfig
+    from trainer.rollout import RolloutWorker
+
+    spec = EnvSpec("agentgym/Household-PickPlace-v0", {"split": "train", "dense_reward": True}, max_turns=3, system_prompt="")
+    sampling = SamplingConfig(temperature=1.0, max_new_tokens=8, seed=3)
+    runs = []
+    for penalty in (0.0, 0.5):
+        worker = RolloutWorker(spec, tasks_per_batch=2, group_size=2, max_context_tokens=1024, invalid_penalty=penalty)
+        try:
+            runs.append(worker.collect(tiny_policy, [0, 1], sampling=sampling, seed=0)[0])
+        finally:
+            worker.close()
+    plain, shaped = runs
+    assert [t.token_ids for t in plain] == [t.token_ids for t in shaped]
+    diffs = [s - p for a, b in zip(plain, shaped) for p, s in zip(a.rewards, b.rewards)]
+    assert all(abs(d) < 1e-9 or abs(d + 0.5) < 1e-9 for d in diffs) and any(abs(d + 0.5) < 1e-9 for d in diffs)
+    assert [t.won for t in plain] == [t.won for t in shaped]
