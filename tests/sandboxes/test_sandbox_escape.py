@@ -202,7 +202,9 @@ def test_filling_the_disk_stops_at_the_limit(backend):
 
 def test_infinite_loops_are_stopped(backend):
     with sandboxes.make(backend, cpu_seconds=1) as small:
-        loop = small.run("while :; do :; done", timeout=1)
+        # The wall-clock limit (0.5 s) fires before the 1 s CPU limit can: a single-threaded loop uses at
+        # most one CPU second per wall second (with both at 1 s, either could win the race).
+        loop = small.run("while :; do :; done", timeout=0.5)
         assert loop.timed_out and loop.duration_s < 10
         busy = small.run("python3 -c 'while True: pass'", timeout=60)  # the CPU-time limit, not the wall clock
         assert not busy.timed_out and busy.exit_code in (128 + 9, 128 + 24)
