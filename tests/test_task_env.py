@@ -83,3 +83,19 @@ def _restore_as(cls, snapshot):
 
     target = cls()
     target._set_state(pickle.loads(snapshot)["state"])
+
+
+def test_lazy_tasks_index_slice_and_bounds():
+    from agentgym_envs.core import LazyTasks
+
+    class Squares(LazyTasks):
+        def __len__(self):
+            return 4
+
+        def task(self, index):
+            return Task(str(index * index), "")
+
+    tasks = Squares()
+    assert tasks[-1].id == "9" and [t.id for t in tasks[1:3]] == ["1", "4"] and [t.id for t in tasks] == ["0", "1", "4", "9"]
+    with pytest.raises(IndexError):
+        tasks[4]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar, Sequence, overload
 
 from .errors import SnapshotError
 from .text_env import Step, TextEnv
@@ -35,6 +35,26 @@ class Verdict:
     score: float
     won: bool
     feedback: str = ""
+
+
+class LazyTasks(Sequence[Task]):
+    """A task set whose tasks are built on demand from their index (large generated splits).
+
+    Subclasses implement ``__len__`` and ``task(index)`` (``index`` already bounds-checked and non-negative);
+    slicing and negative indices work as for a list.
+    """
+
+    def task(self, index: int) -> Task:
+        raise NotImplementedError
+
+    @overload
+    def __getitem__(self, i: int) -> Task: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Task]: ...
+    def __getitem__(self, i: int | slice) -> Task | list[Task]:
+        if isinstance(i, slice):
+            return [self.task(j) for j in range(*i.indices(len(self)))]
+        return self.task(range(len(self))[i])  # bounds check and negative indices
 
 
 class TaskEnv(TextEnv):

@@ -24,11 +24,10 @@ are readable as ``env.unwrapped.task_spec`` and ``env.unwrapped.world`` (for ana
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from functools import cached_property
-from typing import Any, ClassVar, overload
+from typing import Any, ClassVar
 
-from ..core import InvalidAction, Step, Task, TaskEnv
+from ..core import InvalidAction, LazyTasks, Step, Task, TaskEnv
 from . import render
 from .expert import expert_command
 from .generate import build_world
@@ -47,7 +46,7 @@ SYSTEM_PROMPT = (
 )
 
 
-class HouseholdTasks(Sequence[Task]):
+class HouseholdTasks(LazyTasks):
     """The tasks of a split (optionally of one type), built on demand: indexing costs microseconds and
     the set holds no per-task data, so a 3,553-task split costs nothing to open."""
 
@@ -62,14 +61,8 @@ class HouseholdTasks(Sequence[Task]):
     def __len__(self) -> int:
         return len(self.indices)
 
-    @overload
-    def __getitem__(self, i: int) -> Task: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[Task]: ...
-    def __getitem__(self, i: int | slice) -> Task | list[Task]:
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        spec = spec_of(self.split, self.indices[i])
+    def task(self, index: int) -> Task:
+        spec = spec_of(self.split, self.indices[index])
         return Task(spec.task_id, instruction(spec), {"spec": spec})
 
 

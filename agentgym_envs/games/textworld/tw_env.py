@@ -40,10 +40,9 @@ from __future__ import annotations
 import os
 import re
 import warnings
-from collections.abc import Sequence
-from typing import Any, ClassVar, overload
+from typing import Any, ClassVar
 
-from agentgym_envs.core import InvalidAction, Step, Task, TaskEnv
+from agentgym_envs.core import InvalidAction, LazyTasks, Step, Task, TaskEnv
 from agentgym_envs.core.errors import InfraError, SnapshotError
 from agentgym_envs.games.textworld.cache import GameCache
 from agentgym_envs.games.textworld.challenges import CHALLENGES, GameSpec, resolve_level, split_seeds
@@ -80,7 +79,7 @@ def clean_observation(text: str) -> str:
     return _BLANK_RUNS.sub("\n\n", "\n".join(lines)).strip()
 
 
-class TextWorldTasks(Sequence[Task]):
+class TextWorldTasks(LazyTasks):
     """The games of a split, as tasks built on demand (indexing generates nothing)."""
 
     def __init__(self, challenge: str, level: int, split: str, num_games: int | None = None):
@@ -95,14 +94,7 @@ class TextWorldTasks(Sequence[Task]):
     def __len__(self) -> int:
         return len(self.seeds)
 
-    @overload
-    def __getitem__(self, i: int) -> Task: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[Task]: ...
-    def __getitem__(self, i: int | slice) -> Task | list[Task]:
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        index = range(len(self))[i]  # bounds check and negative indices
+    def task(self, index: int) -> Task:
         spec = GameSpec(self.challenge, self.level, self.split, self.seeds[index])
         what = CHALLENGES[self.challenge].description
         task_id = f"textworld/{self.challenge}/level{self.level}/{self.split}/{index}"
