@@ -94,7 +94,11 @@ class RolloutConfig:
     top_p: float = 1.0
     max_new_tokens: int = 16
     max_context_tokens: int = 1024
-    """Context budget per episode: an episode whose next prompt would not fit ends (``finish="context"``)."""
+    """Context budget per episode: an episode whose next prompt would not fit ends (``finish="context"``),
+    unless ``fold_keep_turns`` > 0."""
+    fold_keep_turns: int = 0
+    """History folding: > 0 re-renders an episode that outgrows the budget with only its last this-many
+    turns (the first observation stays) and continues it in a new token segment; 0 ends it instead."""
     mode: str = "thread"
     """Vector-env workers: ``thread`` or ``process``."""
     invalid_penalty: float = 0.0
@@ -104,6 +108,7 @@ class RolloutConfig:
     def __post_init__(self) -> None:
         _require(self.tasks_per_step >= 1, f"rollout.tasks_per_step must be >= 1, got {self.tasks_per_step}")
         _require(self.group_size >= 2, f"rollout.group_size must be >= 2 for group-relative advantages, got {self.group_size}")
+        _require(self.fold_keep_turns >= 0, f"rollout.fold_keep_turns must be >= 0 (0: no folding), got {self.fold_keep_turns}")
         _require(self.max_context_tokens > self.max_new_tokens,
                  f"rollout.max_context_tokens ({self.max_context_tokens}) must exceed max_new_tokens ({self.max_new_tokens})")
 

@@ -29,7 +29,7 @@ from .policy import SamplingConfig
 from .rollout import RolloutWorker
 from .seeding import TaskSampler, capture_rng, derive_seed, restore_rng
 from .trajectory import Trajectory
-from .value import ValueHead, dense_value_targets, turn_start_positions
+from .value import ValueHead, dense_value_targets, turn_starts
 
 #: Purposes of derived seeds (stream ids), so that no two uses share random numbers.
 _SAMPLE, _ENV, _BC, _EVAL, _LORA = 1, 2, 3, 4, 5
@@ -151,7 +151,7 @@ class Trainer:
         if self._worker is None:
             self._worker = RolloutWorker(self.train_spec, tasks_per_batch=r.tasks_per_step, group_size=r.group_size,
                                          max_context_tokens=r.max_context_tokens, mode=r.mode,
-                                         invalid_penalty=r.invalid_penalty)
+                                         invalid_penalty=r.invalid_penalty, fold_keep_turns=r.fold_keep_turns)
         sampling = SamplingConfig(temperature=r.temperature, top_p=r.top_p, max_new_tokens=r.max_new_tokens,
                                   seed=derive_seed(self.config.seed, _SAMPLE, self.step))
         trajectories, stats = self._worker.collect(self.policy, self.sampler.next(r.tasks_per_step), sampling=sampling,
@@ -163,7 +163,7 @@ class Trainer:
             "tokens_per_s": stats.tokens_per_s, "env_steps_per_s": stats.env_steps_per_s, "rollout_s": stats.seconds}
 
     def advantages(self, trajectories: list[Trajectory]) -> tuple[list[Trajectory], list[list[float]], dict[str, float]]:
-        """Per-token advantages of the trainable trajectories, after dropping zero-variance groups."""
+        """Per-turn advantages of the trainable trajectories, after dropping zero-variance groups."""
         groups = [[t for t in g if t.trainable] for g in group_by(trajectories)]
         groups = [g for g in groups if len(g) == self.config.rollout.group_size]
         kept = [g for g in groups if not (self.config.algorithm.filter_zero_variance and len({t.ret for t in g}) == 1)]
@@ -173,34 +173,38 @@ class Trainer:
             self._read_critic(flat)
         settings = AdvantageSettings(gamma=alg.gamma, gigpo_omega=alg.gigpo_omega, gae_lambda=alg.gae_lambda)
         per_turn = [a for g in (estimate(alg.estimator, kept, settings) if kept else []) for a in g]  # per trajectory
-        per_token = [token_advantages(t, a) for t, a in zip(flat, per_turn)]
-        return flat, per_token, {"groups_kept": len(kept), "groups_total": len(groups)}
+        return flat, per_turn, {"groups_kept": len(kept), "groups_total": len(groups)}
 
     @torch.no_grad()
     def _read_critic(self, trajectories: list[Trajectory]) -> None:
         """Set each trajectory's ``turn_values`` from the value head (before the update: the "old" values)."""
-        batch = pack(trajectories, self.policy.pad_id)
+        segments = [s for t in trajectories for s in t.segments]
+        batch = pack(segments, self.policy.pad_id)
         hidden = self.model.get_decoder()(input_ids=batch.input_ids, attention_mask=batch.attention_mask).last_hidden_state
         values = self.value_head(hidden)  # (B, T)
-        for b, t in enumerate(trajectories):
-            t.turn_values = [float(values[b, i]) for i in turn_start_positions(t)]
+        row = iter(range(len(segments)))
+        for t in trajectories:
+            by_turn = {k: float(values[b, i]) for s, b in zip(t.segments, row) for k, i in turn_starts(s).items()}
+            t.turn_values = [by_turn[k] for k in range(t.num_turns)]
 
     def update(self, trajectories: list[Trajectory], advantages: list[list[float]]) -> dict[str, float]:
-        """One pass of ``optim.minibatches`` gradient steps over the batch."""
+        """One pass of ``optim.minibatches`` gradient steps over the batch (``advantages``: per turn).
+
+        Each token segment of an episode (one unless its history was folded) is a row of its own.
+        """
         if not trajectories:  # every group had zero variance: nothing to learn (the schedule counts updates)
             return {"updated": 0.0}
         self.model.train()
         n = self.config.optim.minibatches
         chunks = [list(range(len(trajectories)))[i::n] for i in range(n)]
         metrics: dict[str, float] = {}
-        targets = None
-        if self.value_head is not None:  # critic targets: GAE returns = advantage + old value, per turn
-            returns = [[adv[p + 1] + v for p, v in zip(turn_start_positions(t), t.turn_values)]
-                       for t, adv in zip(trajectories, advantages)]
-            targets = dense_value_targets(trajectories, returns)
+        # critic targets: GAE returns = advantage + old value, per turn
+        returns = None if self.value_head is None else [
+            [a + v for a, v in zip(adv, t.turn_values)] for t, adv in zip(trajectories, advantages)]
         for k, chunk in enumerate(chunks):
-            batch = pack([trajectories[i] for i in chunk], self.policy.pad_id, [advantages[i] for i in chunk],
-                         value_targets=None if targets is None else [targets[i] for i in chunk])
+            rows = [(s, i) for i in chunk for s in trajectories[i].segments]
+            batch = pack([s for s, _ in rows], self.policy.pad_id, [token_advantages(s, advantages[i]) for s, i in rows],
+                         value_targets=None if returns is None else [dense_value_targets(s, returns[i]) for s, i in rows])
             step_metrics = self._gradient_step(batch)
             if k == 0:
                 metrics.update(step_metrics)

@@ -7,7 +7,10 @@ to the envs as raw text (the action protocol parses them); observations come bac
 :class:`~trainer.trajectory.TrajectoryBuilder`, which asserts the prefix-extension invariant.
 
 A context budget bounds each episode: when the next prompt plus ``max_new_tokens`` would exceed
-``max_context_tokens`` the episode ends with ``finish="context"`` (it is still trained on up to there).
+``max_context_tokens`` the episode ends with ``finish="context"`` (it is still trained on up to there), or,
+with ``fold_keep_turns`` > 0, its history is folded to the last ``fold_keep_turns`` turns (the first
+observation stays, with a note of how many turns were left out) and it goes on in a new token segment
+(:meth:`~trainer.trajectory.TrajectoryBuilder.fold`).
 """
 
 from __future__ import annotations
@@ -52,12 +55,14 @@ class RolloutWorker:
         mode: ``"thread"`` (cheap; pure-Python envs) or ``"process"`` (envs that may crash or hang).
         invalid_penalty: subtracted from a turn's reward when the env reports ``info["action_valid"]`` false
             (shaping for training only; ``won`` and evaluation are unaffected).
+        fold_keep_turns: 0 ends an episode at the context budget; ``k`` > 0 folds its history to the last
+            ``k`` turns instead (and ends it only if even that does not fit).
     """
 
     def __init__(self, spec: EnvSpec, *, tasks_per_batch: int, group_size: int, max_context_tokens: int,
-                 mode: str = "thread", invalid_penalty: float = 0.0):
+                 mode: str = "thread", invalid_penalty: float = 0.0, fold_keep_turns: int = 0):
         self.spec, self.group_size, self.max_context_tokens = spec, group_size, max_context_tokens
-        self.invalid_penalty = invalid_penalty
+        self.invalid_penalty, self.fold_keep_turns = invalid_penalty, fold_keep_turns
         self.venv = TextVectorEnv([spec.make] * (tasks_per_batch * group_size), mode=mode,
                                   group_size=group_size, autoreset=False)
 
@@ -90,7 +95,8 @@ class RolloutWorker:
             for i in active:
                 penalty = self.invalid_penalty if infos[i].get("action_valid") is False else 0.0
                 episodes[i].observe(observations[i], float(rewards[i]) - penalty, bool(terminated[i]), bool(truncated[i]),
-                                    infos[i], budget=self.max_context_tokens - sampling.max_new_tokens)
+                                    infos[i], budget=self.max_context_tokens - sampling.max_new_tokens,
+                                    fold_keep_turns=self.fold_keep_turns)
             stats.env_steps += len(active)
         stats.seconds = time.perf_counter() - start
         return [e.close() for e in episodes], stats
@@ -106,6 +112,7 @@ class _Episode:
         self.state_key = str(info.get("state_key", ""))
         self.running = info.get("infra_error") is None
         self.trajectory: Trajectory | None = None
+        self.window: int | None = None  # turns rendered in the current segment once folded (None: all)
         self._reply = ""
         if not self.running:
             self.trajectory = self.builder.finish("infra_error", infra_error=str(info["infra_error"]))
@@ -115,7 +122,7 @@ class _Episode:
         self._reply = completion.text
 
     def observe(self, observation: str, reward: float, terminated: bool, truncated: bool, info: dict,
-                budget: int) -> None:
+                budget: int, fold_keep_turns: int = 0) -> None:
         self.builder.record_step(reward)
         won = bool(info.get("won", False))
         if info.get("infra_error"):
@@ -123,8 +130,13 @@ class _Episode:
         if terminated or truncated:
             return self._end("terminated" if terminated else "truncated", won)
         self.history.add(self._reply, observation)
-        self.builder.add_observation(self.history.messages())
+        if self.window is not None:
+            self.window += 1
+        self.builder.add_observation(self.history.messages(window=self.window))
         self.state_key = str(info.get("state_key", ""))
+        if len(self.builder.ids) > budget and 0 < fold_keep_turns < (self.window or len(self.history)):
+            self.window = fold_keep_turns
+            self.builder.fold(self.history.messages(window=self.window))
         if len(self.builder.ids) > budget:
             self._end("context", won)
 

@@ -9,6 +9,12 @@ are the ids the sampler conditioned on.
 The **prefix-extension invariant** is checked every turn: the template's rendering of the chat after the
 turn must begin with the text seen so far (previous prompt + the reply as sampled). Only the new suffix
 is tokenised. A template that rewrites earlier turns raises :class:`~trainer.errors.PrefixExtensionError`.
+
+**History folding** is the one deliberate break of the invariant: when an episode outgrows its context
+budget, the rollout may re-render it keeping only the last turns (:meth:`TrajectoryBuilder.fold`). The
+sequence seen so far is then closed as a *segment* and a new one starts from the folded prompt; each
+segment is scored on its own (its replies were sampled conditioned on exactly its ids), while rewards,
+``state_key`` values and advantages stay per episode. ``token_turns`` count turns across segments.
 """
 
 from __future__ import annotations
@@ -48,6 +54,14 @@ class Trajectory:
     group: int = -1
     turn_values: list[float] | None = None
     """The critic's value of the state each turn's reply was written in (set by the trainer for PPO)."""
+    earlier: list[Trajectory] = field(default_factory=list)
+    """Segments closed by history folding, oldest first: token fields only (their per-turn lists are empty).
+    The token fields of this object are the last segment."""
+
+    @property
+    def segments(self) -> list[Trajectory]:
+        """Every token sequence of the episode, in order: the folded-away ones, then this one."""
+        return [*self.earlier, self]
 
     @property
     def num_turns(self) -> int:
@@ -59,7 +73,7 @@ class Trajectory:
 
     @property
     def num_generated(self) -> int:
-        return sum(self.loss_mask)
+        return sum(sum(s.loss_mask) for s in self.segments)
 
     @property
     def trainable(self) -> bool:
@@ -127,6 +141,21 @@ class TrajectoryBuilder:
         t.sampling_logprobs += [0.0] * len(delta)
         t.token_turns += [-1] * len(delta)
         self.text = rendered
+
+    def fold(self, messages: list[Message]) -> None:
+        """Close the current segment and start a new one from the rendering of ``messages`` (a folded chat).
+
+        The prefix-extension check restarts from the folded prompt; the closed segment keeps its ids,
+        mask, log-probs and turn numbers and is trained on as a sequence of its own.
+        """
+        t = self.trajectory
+        closed = Trajectory(t.token_ids, t.loss_mask, t.sampling_logprobs, t.token_turns, t.prompt_length,
+                            task_index=t.task_index, group=t.group)
+        t.earlier.append(closed)
+        self.text = self.policy.render_chat(messages)
+        ids = list(self.policy.encode(self.text))
+        t.token_ids, t.loss_mask, t.sampling_logprobs, t.token_turns = ids, [0] * len(ids), [0.0] * len(ids), [-1] * len(ids)
+        t.prompt_length = len(ids)
 
     def finish(self, how: Finish, *, won: bool = False, infra_error: str | None = None) -> Trajectory:
         t = self.trajectory

@@ -28,21 +28,24 @@ class ValueHead(torch.nn.Module):
         return self.linear(hidden.float()).squeeze(-1)
 
 
-def turn_start_positions(trajectory: Trajectory) -> list[int]:
-    """For each turn, the position whose hidden state precedes the turn's first sampled token."""
+def turn_starts(segment: Trajectory) -> dict[int, int]:
+    """For each turn sampled in this token sequence, the position whose hidden state precedes its first token."""
     starts: dict[int, int] = {}
-    for i, turn in enumerate(trajectory.token_turns):
+    for i, turn in enumerate(segment.token_turns):
         if turn >= 0 and turn not in starts:
             starts[turn] = i - 1
+    return starts
+
+
+def turn_start_positions(trajectory: Trajectory) -> list[int]:
+    """For each turn of an unfolded trajectory, the position just before the turn's first sampled token."""
+    starts = turn_starts(trajectory)
     return [starts[k] for k in range(trajectory.num_turns)]
 
 
-def dense_value_targets(trajectories: Sequence[Trajectory], turn_targets: Sequence[Sequence[float]]) -> list[list[float]]:
-    """Per-token lists holding each turn's value target at its start position and NaN elsewhere."""
-    out = []
-    for t, targets in zip(trajectories, turn_targets):
-        row = [float("nan")] * len(t.token_ids)
-        for position, target in zip(turn_start_positions(t), targets):
-            row[position] = float(target)
-        out.append(row)
-    return out
+def dense_value_targets(segment: Trajectory, turn_targets: Sequence[float]) -> list[float]:
+    """A per-token list holding each turn's value target at its start position in ``segment``, NaN elsewhere."""
+    row = [float("nan")] * len(segment.token_ids)
+    for turn, position in turn_starts(segment).items():
+        row[position] = float(turn_targets[turn])
+    return row
