@@ -210,6 +210,8 @@ class TrainConfig:
     checkpoint_every: int = 10
     progress: bool = True
     """Show a rich progress bar on a terminal."""
+    tensorboard: bool = False
+    """Also write every logged number as TensorBoard scalars under ``<out_dir>/tensorboard``."""
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     env: EnvConfig = field(default_factory=EnvConfig)
     rollout: RolloutConfig = field(default_factory=RolloutConfig)

@@ -1,4 +1,5 @@
-"""Run logging: one JSON object per update in ``metrics.jsonl`` (always), a rich progress line (optional)."""
+"""Run logging: one JSON object per update in ``metrics.jsonl`` (always), TensorBoard scalars and a rich
+progress line (optional)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,29 @@ class JsonlLogger:
         clean = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in record.items()}
         with self.path.open("a") as f:
             f.write(json.dumps(clean, sort_keys=True) + "\n")
+
+
+class TensorBoardLogger:
+    """Writes every finite number of a record as a TensorBoard scalar at the record's ``step``.
+
+    On resume, events at or past the resumed step are purged (``SummaryWriter(purge_step=…)``), so the
+    curves of a killed-and-resumed run match the uninterrupted one, as ``metrics.jsonl`` does.
+    """
+
+    def __init__(self, log_dir: str | Path, *, resume_step: int | None = None):
+        from torch.utils.tensorboard import SummaryWriter  # needs the ``tensorboard`` package (train extra)
+
+        self.writer = SummaryWriter(str(log_dir), purge_step=None if resume_step is None else resume_step + 1)
+
+    def log(self, record: dict[str, Any]) -> None:
+        step = int(record.get("step", 0))
+        for key, value in record.items():
+            if key != "step" and isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+                self.writer.add_scalar(key, float(value), step)
+        self.writer.flush()
+
+    def close(self) -> None:
+        self.writer.close()
 
 
 def read_jsonl(path: str | Path) -> list[dict[str, Any]]:

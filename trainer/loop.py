@@ -22,7 +22,7 @@ from .bc import behaviour_clone, expert_trajectories
 from .checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from .config import TrainConfig, to_dict
 from .episodes import EnvSpec, run_text_episodes, success_rate
-from .log import JsonlLogger, summary_line
+from .log import JsonlLogger, TensorBoardLogger, summary_line
 from .logprobs import pack, token_logprobs
 from .loss import LossSettings, policy_loss
 from .policy import SamplingConfig
@@ -261,31 +261,39 @@ def fit(trainer: Trainer, *, stop_after: int | None = None, echo: Any = print) -
     """
     c = trainer.config
     resumed = trainer.resume()
-    logger = JsonlLogger(Path(c.out_dir) / "metrics.jsonl", resume_step=trainer.step if resumed else None)
+    resume_step = trainer.step if resumed else None
+    loggers: list[Any] = [JsonlLogger(Path(c.out_dir) / "metrics.jsonl", resume_step=resume_step)]
+    if c.tensorboard:
+        loggers.append(TensorBoardLogger(Path(c.out_dir) / "tensorboard", resume_step=resume_step))
     records: list[dict[str, Any]] = []
 
     def emit(record: dict[str, Any]) -> None:
-        logger.log(record)
+        for logger in loggers:
+            logger.log(record)
         records.append(record)
         if echo is not None:
             echo(summary_line(record) if "reward" in record else record)
 
-    if not trainer.bc_done:
-        emit({"step": 0, "phase": "bc", **trainer.warm_up()})
-        trainer.save()
-    if trainer.ref_model is None and c.loss.kl_coef > 0:
-        trainer.ref_model = trainer.reference_copy()
-    done_here = 0
-    with _progress(c.progress, c.steps, trainer.step) as advance:
-        while trainer.step < c.steps and (stop_after is None or done_here < stop_after):
-            record = trainer.train_step()
-            if c.eval.every and trainer.step % c.eval.every == 0:
-                record.update(trainer.evaluate())
-            emit(record)
-            done_here += 1
-            advance()
-            if (c.checkpoint_every and trainer.step % c.checkpoint_every == 0) or trainer.step == c.steps:
-                trainer.save()
+    try:
+        if not trainer.bc_done:
+            emit({"step": 0, "phase": "bc", **trainer.warm_up()})
+            trainer.save()
+        if trainer.ref_model is None and c.loss.kl_coef > 0:
+            trainer.ref_model = trainer.reference_copy()
+        done_here = 0
+        with _progress(c.progress, c.steps, trainer.step) as advance:
+            while trainer.step < c.steps and (stop_after is None or done_here < stop_after):
+                record = trainer.train_step()
+                if c.eval.every and trainer.step % c.eval.every == 0:
+                    record.update(trainer.evaluate())
+                emit(record)
+                done_here += 1
+                advance()
+                if (c.checkpoint_every and trainer.step % c.checkpoint_every == 0) or trainer.step == c.steps:
+                    trainer.save()
+    finally:
+        for logger in loggers[1:]:
+            logger.close()
     return records
 
 

@@ -1,5 +1,6 @@
 """A killed run resumes exactly; an update moves every trainable parameter."""
 
+import pytest
 import torch
 
 from trainer.config import load_config
@@ -8,7 +9,7 @@ from trainer.loop import Trainer, fit
 
 RUN = ["rollout.tasks_per_step=2", "rollout.group_size=2", "rollout.max_new_tokens=6", "env.max_turns=3",
        "steps=4", "checkpoint_every=2", "algorithm.filter_zero_variance=false", "loss.entropy_coef=0.01",
-       "loss.kl_coef=0.01", "optim.lr=0.001", "optim.warmup_steps=3"]
+       "loss.kl_coef=0.01", "optim.lr=0.001", "optim.warmup_steps=3", "tensorboard=true"]
 
 
 def _weights(trainer):
@@ -38,6 +39,18 @@ def test_straight_run_equals_killed_and_resumed_run(tmp_path, tiny_overrides):
                 "logprob_gap_mean", "logprob_gap_max"):
         assert key in log_a[-1], key
     assert log_a[-1]["logprob_gap_max"] < 1e-4
+    # TensorBoard holds the same curve, and the resumed run's (two event files, the first purged past step 2)
+    tb_a, tb_b = _scalars(tmp_path / "a" / "tensorboard", "loss"), _scalars(tmp_path / "b" / "tensorboard", "loss")
+    assert tb_a == tb_b and [s for s, _ in tb_a] == [r["step"] for r in log_a]
+    assert [v for _, v in tb_a] == pytest.approx([r["loss"] for r in log_a], rel=1e-6, abs=1e-7)  # float32 events
+
+
+def _scalars(log_dir, tag):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(log_dir))
+    events.Reload()
+    return [(e.step, e.value) for e in events.Scalars(tag)]
 
 
 def test_every_trainable_parameter_moves_in_one_update(tmp_path, tiny_overrides):
