@@ -54,3 +54,11 @@ def test_bad_arguments_are_explained():
         linear_logprob_entropy(h, W, y[:2])
     with pytest.raises(ValueError, match="temperature must be > 0"):
         linear_logprob_entropy(h, W, y, temperature=0.0)
+
+
+def test_trainer_update_with_the_chunked_kernel_equals_the_naive_logits_path(tiny_overrides, tmp_path):
+    from tests.trainer.step_parity import assert_same_update, update_through
+
+    naive = update_through("naive", tiny_overrides, tmp_path / "naive")
+    chunked = update_through("torch", tiny_overrides, tmp_path / "torch")
+    assert_same_update(chunked, naive, value_tol=1e-5, grad_tol=1e-4)

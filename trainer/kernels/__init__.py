@@ -5,6 +5,8 @@ numerics: the pure-torch chunked path (:mod:`trainer.kernels.torch_chunked`, CPU
 oracle) and a Triton kernel streaming over the vocabulary (:mod:`trainer.kernels.triton_linear_logprob`).
 ``"auto"`` picks Triton for CUDA tensors when Triton imports, torch otherwise. The Triton module is imported
 lazily: whether ``@triton.jit`` builds GPU or interpreter kernels is fixed by ``TRITON_INTERPRET`` at import.
+``"naive"`` materialises the full logits (the reference the trainer's own loss is tested against; also a
+debugging switch, ``loss.kernel_backend=naive``).
 
 Naive equivalent (what the tests compare against, in float64)::
 
@@ -30,7 +32,7 @@ from .torch_chunked import DEFAULT_CHUNK, linear_logprob_entropy_torch
 
 __all__ = ["BACKENDS", "linear_logprob_entropy", "resolve_backend"]
 
-BACKENDS = ("auto", "torch", "triton")
+BACKENDS = ("auto", "torch", "triton", "naive")
 
 
 def linear_logprob_entropy(hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor,
@@ -43,7 +45,8 @@ def linear_logprob_entropy(hidden: torch.Tensor, weight: torch.Tensor, targets: 
         weight: (V, H) output projection (``lm_head.weight``).
         targets: (N,) ids whose log-probs are wanted.
         temperature: the sampling temperature the log-probs must match.
-        backend: ``"auto"`` (Triton on CUDA when available, else torch), ``"torch"`` or ``"triton"``.
+        backend: ``"auto"`` (Triton on CUDA when available, else torch), ``"torch"``, ``"triton"``, or
+            ``"naive"`` (full [N, V] logits in float32: the reference, not for large vocabularies).
         chunk: tokens per block of the torch path; peak extra memory is about ``chunk × V`` floats.
             The Triton path chooses its own tiles (:func:`trainer.kernels.triton_linear_logprob.block_sizes`).
 
@@ -64,6 +67,9 @@ def linear_logprob_entropy(hidden: torch.Tensor, weight: torch.Tensor, targets: 
         from .triton_linear_logprob import linear_logprob_entropy_triton
 
         return linear_logprob_entropy_triton(hidden, weight, targets.long(), temperature)
+    if backend == "naive":
+        logp = (hidden.float() @ weight.float().T / temperature).log_softmax(-1)  # (N, V)
+        return logp.gather(-1, targets.long()[:, None]).squeeze(-1), -(logp.exp() * logp).sum(-1)
     return linear_logprob_entropy_torch(hidden, weight, targets.long(), temperature, chunk)
 
 
