@@ -76,6 +76,10 @@ class EnvConfig:
     """``None``: the env's recommended prompt; a string replaces it (``""`` drops it: cheaper for tiny models)."""
     train_tasks: int = 0
     """Train on the first this many tasks of ``train_split`` only (0: all); small sets make easy problems."""
+    expert: str = ""
+    """Which scripted expert the train env offers behaviour cloning, for envs that have several (household:
+    ``oracle``, which knows where everything is, or ``search``, which knows only what the agent has seen);
+    ``""``: the env's default."""
 
     def __post_init__(self) -> None:
         _require(self.max_turns >= 1, f"env.max_turns must be >= 1, got {self.max_turns}")
@@ -261,7 +265,16 @@ def apply_override(data: dict[str, Any], assignment: str) -> None:
         node = node.setdefault(part, {})
         if not isinstance(node, dict):
             raise ConfigError(f"config key {key!r}: {part!r} is a value, not a section")
-    node[parts[-1]] = yaml.safe_load(raw)
+    node[parts[-1]] = _number_if_numeric(yaml.safe_load(raw))
+
+
+def _number_if_numeric(value: Any) -> Any:
+    """YAML 1.1 reads ``1e-4`` (exponent, no dot) as a string; everyone means the number."""
+    import re
+
+    if isinstance(value, str) and re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)[eE][+-]?\d+", value):
+        return float(value)
+    return value
 
 
 def load_config(path: str | Path | None, overrides: list[str] = ()) -> TrainConfig:
