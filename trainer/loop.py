@@ -74,6 +74,8 @@ class Trainer:
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda s: min(1.0, (s + 1) / warmup))
         env = config.env
         kwargs = {"dense_reward": True} if env.dense_reward else {}
+        if env.expert:
+            kwargs["expert"] = env.expert
         self.train_spec = EnvSpec(env.env_id, {"split": env.train_split, **kwargs}, env.protocol, env.max_turns, env.system_prompt)
         self.eval_spec = EnvSpec(env.env_id, {"split": env.eval_split}, env.protocol, env.max_turns, env.system_prompt)
         self.sampler = TaskSampler(env.train_tasks or self.train_spec.num_tasks(), config.seed)

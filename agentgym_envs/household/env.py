@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 
 from ..core import InvalidAction, LazyTasks, Step, Task, TaskEnv
 from . import render
-from .expert import expert_command
+from .expert import expert_command, search_command
 from .generate import build_world
 from .goals import DONE, SUBGOALS, goal_met, instruction, subgoals_met
 from .grammar import USAGE, format_command, parse, resolve
@@ -74,11 +74,14 @@ class HouseholdEnv(TaskEnv):
     snapshot_exclude: ClassVar[tuple[str, ...]] = ("tasks", "_go_table", "_go_lists", "_local")
 
     def __init__(self, split: str = "train", task_type: str | None = None, dense_reward: bool = False,
-                 render_mode: str | None = None):
+                 expert: str = "oracle", render_mode: str | None = None):
         if split not in SPLITS:
             raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
+        if expert not in ("oracle", "search"):
+            raise ValueError(f"expert must be 'oracle' (knows where everything is) or 'search' (only what "
+                             f"the agent has seen), got {expert!r}")
         super().__init__(HouseholdTasks(split, task_type), render_mode=render_mode)
-        self.split, self.task_type, self.dense_reward = split, task_type, bool(dense_reward)
+        self.split, self.task_type, self.dense_reward, self.expert = split, task_type, bool(dense_reward), expert
         self.world: World | None = None
         self.task_spec: TaskSpec | None = None
         self.knowledge: Knowledge | None = None
@@ -162,9 +165,12 @@ class HouseholdEnv(TaskEnv):
         return [*gos, *self._local]
 
     def expert_action(self) -> str:
-        """The scripted expert's next command (``look`` once the goal holds or before reset)."""
+        """The scripted expert's next command (``look`` once the goal holds or before reset): the oracle,
+        or with ``expert="search"`` the one that knows only what the agent has seen."""
         if self.world is None or goal_met(self.world, self.task_spec):
             return "look"
+        if self.expert == "search":
+            return format_command(search_command(self.world, self.task_spec, self.knowledge))
         return format_command(expert_command(self.world, self.task_spec))
 
     def state_key_material(self) -> str:

@@ -9,8 +9,11 @@ object that already has the required state (clean/hot/cool) saves the trip to th
 
 from __future__ import annotations
 
-from .catalog import APPLIANCE
+import dataclasses
+
+from .catalog import APPLIANCE, OBJECT_KINDS
 from .goals import STATE
+from .knowledge import Knowledge
 from .tasks import EXAMINE, PICK_TWO, TRANSFORM, TaskSpec
 from .world import Command, Receptacle, Thing, World
 
@@ -25,6 +28,44 @@ def expert_command(world: World, spec: TaskSpec) -> Command:
     if spec.task_type == PICK_TWO:
         return _pick_two(world, spec, held)
     return _transform_and_place(world, spec, held)
+
+
+def search_command(world: World, spec: TaskSpec, knowledge: Knowledge) -> Command:
+    """The next command of an expert *without* hidden information: it plans like :func:`expert_command`
+    but only over what the agent has seen, and when the object it needs has not been seen yet it searches.
+
+    Search order: unexplored receptacles whose kind is a common-sense home of the object sought (the
+    catalogue's ``homes``, the knowledge a language model brings), then the others, each in room order,
+    opening closed ones. Its demonstrations show what the oracle's never do: arriving somewhere, not
+    finding the object, and going on — the states a policy that cannot see through doors will be in.
+    """
+    try:
+        return expert_command(_known_world(world, knowledge), spec)
+    except _Unseen:
+        pass
+    sought = spec.target if spec.task_type == EXAMINE and world.holding is not None else spec.obj
+    homes = OBJECT_KINDS[sought].homes if sought in OBJECT_KINDS else frozenset()
+    unexplored = [r for r in world.receptacles.values() if r.name not in knowledge.looked_in]
+    if not unexplored:
+        return Command("look")
+    here = world.here()
+    if here is not None and here in unexplored:  # arrived at a closed one: look inside first
+        return _approach(world, here) or Command("look")
+    best = min(unexplored, key=lambda r: r.kind not in homes)  # min keeps room order among equals
+    return _approach(world, best) or Command("look")
+
+
+class _Unseen(Exception):
+    """The plan needs an object the agent has not seen yet."""
+
+
+def _known_world(world: World, knowledge: Knowledge) -> World:
+    """The world as the agent knows it: receptacles it has not looked into appear empty."""
+    receptacles = {n: dataclasses.replace(r, contents=list(r.contents) if n in knowledge.looked_in else [])
+                   for n, r in world.receptacles.items()}
+    visible = {n for r in receptacles.values() for n in r.contents} | {world.holding}
+    return World(world.room, receptacles, {n: t for n, t in world.objects.items() if n in visible},
+                 world.location, world.holding)
 
 
 def _reach_cost(world: World, r: Receptacle) -> int:
@@ -51,6 +92,8 @@ def _free_hands(world: World, held: Thing) -> Command:
 
 def _fetch(world: World, candidates: list[str], extra_cost: dict[str, int] | None = None) -> Command:
     """Go for the cheapest of ``candidates`` (object names lying in receptacles) and take it."""
+    if not candidates:
+        raise _Unseen
     extra_cost = extra_cost or {}
     where = {n: world.receptacles[r] for r in world.receptacles for n in world.receptacles[r].contents}
     best = min(candidates, key=lambda n: _reach_cost(world, where[n]) + extra_cost.get(n, 0))
@@ -84,6 +127,8 @@ def _examine(world: World, spec: TaskSpec, held: Thing | None) -> Command:
     if held is None:
         return _fetch(world, [t.name for t in world.objects.values() if t.kind == spec.obj])
     lamps = [t for t in world.objects.values() if t.kind == spec.target]
+    if not lamps:
+        raise _Unseen
     lamp = min(lamps, key=lambda t: (world.where(t.name) != world.location) + (not t.on))
     host = world.where(lamp.name)
     return Command("go", host) if world.location != host else Command("use", lamp.name)

@@ -67,6 +67,37 @@ def test_expert_solves_every_task(split: str) -> None:
     assert max(steps for _, steps, _ in results) <= 12 and all(ret == 1.0 for _, _, ret in results)
 
 
+@pytest.mark.parametrize("split", ["valid_seen", "valid_unseen"])
+def test_search_expert_solves_every_task_without_hidden_information(split: str) -> None:
+    env = gymnasium.make("agentgym/Household-v0", split=split, expert="search")
+    oracle = HouseholdEnv(split=split)
+    results, detours = [], 0
+    for index in range(env.unwrapped.num_tasks):
+        won, steps, ret = _run_expert(env, index)
+        results.append((won, steps))
+        detours += steps > _run_expert(oracle, index)[1]
+    assert all(won for won, _ in results) and max(steps for _, steps in results) <= 50
+    assert detours > len(results) // 2  # it does search: most tasks take it longer than the oracle
+
+
+def test_search_expert_only_takes_what_the_agent_has_seen() -> None:
+    env = HouseholdEnv(split="train", task_type="pick_and_place", expert="search")
+    for index in range(0, 790, 10):
+        env.reset(options={"task_index": index})
+        while True:
+            action = env.expert_action()
+            if action.startswith("take "):  # only from a receptacle it stood at and could see into
+                source = action.split(" from ", 1)[1]
+                assert source == env.world.location and source in env.knowledge.looked_in, (index, action)
+            _, _, terminated, truncated, info = env.step(action)
+            assert info["action_valid"]
+            if terminated or truncated:
+                break
+        assert info["won"], index
+    with pytest.raises(ValueError, match="expert must be"):
+        HouseholdEnv(expert="psychic")
+
+
 def test_expert_recovers_from_random_actions() -> None:
     env = HouseholdEnv(split="valid_seen")
     rng = np.random.default_rng(1)
