@@ -39,6 +39,13 @@ class EnvSpec:
     system_prompt: str | None = None
     """``None`` keeps the env's recommended system prompt; a string replaces it (``""``: no system message,
     which saves a small model from re-reading ~100 identical tokens every turn)."""
+    task_reminder: bool = False
+    """Repeat the task's instruction after every observation (``Task: …``), as agent prompts for ALFWorld
+    often do, so the goal is always a few tokens away instead of at the top of a growing history."""
+
+    def observation_text(self, observation: str, instruction: str | None) -> str:
+        """What the policy reads after a step: the observation, plus the task reminder when asked for."""
+        return f"{observation}\n\nTask: {instruction}" if self.task_reminder and instruction else observation
 
     def make(self) -> gymnasium.Env:
         """A fresh env, wrapped so that raw model replies are parsed and turns are capped."""
@@ -87,11 +94,12 @@ def run_text_episodes(policy: Policy, spec: EnvSpec, task_indices: Sequence[int]
     """
     sampling = sampling or SamplingConfig(temperature=0.0)
     envs = [spec.make() for _ in task_indices]
-    episodes = []
+    episodes, instructions = [], []
     for i, (env, task) in enumerate(zip(envs, task_indices)):
         obs, info = env.reset(seed=seed + i, options={"task_index": int(task)})
         episodes.append(TextEpisode(int(task), ChatHistory()))
         episodes[-1].history.start(obs, spec.start_info(info))
+        instructions.append(info.get("instruction"))
     active = list(range(len(envs)))
     for turn in range(spec.max_turns):
         if not active:
@@ -104,7 +112,7 @@ def run_text_episodes(policy: Policy, spec: EnvSpec, task_indices: Sequence[int]
         for i, completion in zip(active, completions):
             obs, reward, terminated, truncated, info = envs[i].step(completion.text)
             episode = episodes[i]
-            episode.history.add(completion.text, obs)
+            episode.history.add(completion.text, spec.observation_text(obs, instructions[i]))
             episode.rewards.append(float(reward))
             episode.won = bool(info.get("won", False))
             episode.infra_error = info.get("infra_error")

@@ -78,7 +78,8 @@ class RolloutWorker:
         stats = RolloutStats()
         options = [{"task_index": int(t)} for t in tasks for _ in range(self.group_size)]
         observations, infos = self.venv.reset(seed=seed, options=options)
-        episodes = [_Episode(policy, obs, self.spec.start_info(info), int(tasks[i // self.group_size]), i // self.group_size)
+        episodes = [_Episode(policy, obs, self.spec.start_info(info), int(tasks[i // self.group_size]), i // self.group_size,
+                             self.spec)
                     for i, (obs, info) in enumerate(zip(observations, infos))]
         for turn in range(self.spec.max_turns):
             active = [i for i, e in enumerate(episodes) if e.running]
@@ -105,7 +106,8 @@ class RolloutWorker:
 class _Episode:
     """One env's episode in a collection: its chat, its trajectory builder and its end state."""
 
-    def __init__(self, policy: TokenPolicy, observation: str, info: dict, task_index: int, group: int):
+    def __init__(self, policy: TokenPolicy, observation: str, info: dict, task_index: int, group: int, spec: EnvSpec):
+        self.spec, self.instruction = spec, info.get("instruction")
         self.history = ChatHistory()
         self.history.start(observation, info)
         self.builder = TrajectoryBuilder(policy, self.history.messages(), task_index=task_index, group=group)
@@ -129,7 +131,7 @@ class _Episode:
             return self._end("infra_error", won, str(info["infra_error"]))
         if terminated or truncated:
             return self._end("terminated" if terminated else "truncated", won)
-        self.history.add(self._reply, observation)
+        self.history.add(self._reply, self.spec.observation_text(observation, self.instruction))
         if self.window is not None:
             self.window += 1
         self.builder.add_observation(self.history.messages(window=self.window))
