@@ -3,7 +3,8 @@
 The tree is the architecture:
 
 * ``policy.py`` — the :class:`Policy` contract (chats in, completions with exact ids and log-probs out);
-  ``baselines.py`` the scripted expert and random; ``backends/`` model backends (``hf``).
+  ``baselines.py`` the scripted expert and random; ``backends/`` model backends (``hf``; ``vllm``, an
+  in-process engine the trainer's weights are synced into; ``openai_http``).
 * ``tiny/`` — the embedded default policy: a BPE tokenizer and a Qwen2-style LM built locally.
 * ``episodes.py`` (text episodes for evaluation and BC data), ``trajectory.py`` (exact token bookkeeping,
   the prefix-extension check) and ``rollout.py`` (groups of G rollouts from one start state).

