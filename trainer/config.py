@@ -171,8 +171,12 @@ class LossConfig:
 
 @dataclass
 class OptimConfig:
-    """AdamW with linear warm-up then constant."""
+    """The RL optimiser (AdamW or plain SGD), linear warm-up then constant."""
 
+    name: str = "adamw"
+    """``adamw`` or ``sgd``. Adam's first steps move every weight by about ``lr`` whatever the gradient's
+    size, so a weak, noisy RL gradient (a few successes in a batch of a small model) becomes a full-size
+    random step; SGD moves weights in proportion to the signal (use a much larger ``lr``)."""
     lr: float = 1e-4
     weight_decay: float = 0.0
     grad_clip: float = 1.0
@@ -181,6 +185,7 @@ class OptimConfig:
     """Gradient steps per collection (the batch is split; >1 makes later steps off-policy, hence the clip)."""
 
     def __post_init__(self) -> None:
+        _require(self.name in ("adamw", "sgd"), f"optim.name must be 'adamw' or 'sgd', got {self.name!r}")
         _require(self.lr > 0, f"optim.lr must be > 0, got {self.lr}")
         _require(self.minibatches >= 1, f"optim.minibatches must be >= 1, got {self.minibatches}")
 

@@ -77,7 +77,9 @@ class Trainer:
             self.rollout_policy = VLLMPolicy.from_model(model, tokenizer)
         self.value_head = ValueHead(model.config.hidden_size) if config.algorithm.estimator in CRITIC_ESTIMATORS else None
         trainable = [p for p in model.parameters() if p.requires_grad] + self._critic_parameters()
-        self.optimizer = torch.optim.AdamW(trainable, lr=config.optim.lr, weight_decay=config.optim.weight_decay)
+        optim = config.optim
+        self.optimizer = (torch.optim.SGD(trainable, lr=optim.lr, weight_decay=optim.weight_decay) if optim.name == "sgd"
+                          else torch.optim.AdamW(trainable, lr=optim.lr, weight_decay=optim.weight_decay))
         warmup = max(config.optim.warmup_steps, 1)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda s: min(1.0, (s + 1) / warmup))
         env = config.env
