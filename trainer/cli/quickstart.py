@@ -1,7 +1,7 @@
 """``agentgym quickstart``: build the tiny policy, warm it up on expert play, improve it with RL, and show it.
 
 On a CPU in a few minutes: the tokenizer and model are built locally from household text, behaviour
-cloning fits the scripted expert's pick-and-place episodes, GRPO trains on train-split tasks, and
+cloning fits the scripted expert's pick-and-place episodes, RL (GiGPO) trains on train-split tasks, and
 held-out (``valid_seen``) success is measured before and after RL. The last line printed is exactly
 ``held-out success: before=<x> after=<y>``. The settings are :data:`QUICKSTART` (also ``configs/quickstart.yaml``).
 """
@@ -14,11 +14,13 @@ import time
 
 #: The quickstart run, as overrides of the defaults (kept in sync with configs/quickstart.yaml).
 QUICKSTART = [
-    "seed=0", "steps=20", "checkpoint_every=0", "progress=false",
-    "env.env_id=agentgym/Household-PickPlace-v0", "env.max_turns=8", "env.system_prompt=''", "env.dense_reward=true",
+    "seed=0", "steps=30", "checkpoint_every=0", "progress=false",
+    "env.env_id=agentgym/Household-PickPlace-v0", "env.max_turns=12", "env.system_prompt=''", "env.dense_reward=true",
+    "env.task_reminder=true",
     "bc.episodes=790", "bc.epochs=6", "bc.batch_size=8", "bc.lr=0.003",
     "rollout.tasks_per_step=8", "rollout.group_size=4", "rollout.max_new_tokens=12", "rollout.temperature=1.0",
-    "algorithm.estimator=grpo", "loss.clip_high=0.28", "loss.aggregation=token_mean", "optim.lr=0.0003",
+    "algorithm.estimator=gigpo_mean", "algorithm.positive_only=true",
+    "loss.clip_high=0.28", "loss.aggregation=token_mean", "optim.lr=0.0003",
 ]
 
 
