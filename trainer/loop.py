@@ -116,7 +116,7 @@ class Trainer:
             self.value_head.load_state_dict(state["value_head"])
         restore_rng(state["rng"])
         self.step, self.bc_done = state["step"], state["bc_done"]
-        self._rollout_stale = True
+        self.weights_changed()
 
     def save(self) -> Path:
         return save_checkpoint(self.config.out_dir, self.step, self.state_dict())
@@ -148,7 +148,8 @@ class Trainer:
                                    explore=bc.explore, max_detours=bc.max_detours)
         result = behaviour_clone(self.policy, data, epochs=bc.epochs, batch_size=bc.batch_size, lr=bc.lr,
                                  seed=derive_seed(self.config.seed, _BC, 1), kernel_backend=self.config.loss.kernel_backend)
-        self.bc_done = self._rollout_stale = True
+        self.bc_done = True
+        self.weights_changed()
         return {"bc_trajectories": result.trajectories, "bc_first_loss": result.first_loss, "bc_last_loss": result.last_loss}
 
     def evaluate(self) -> dict[str, float]:
@@ -180,6 +181,11 @@ class Trainer:
             "turns": sum(t.num_turns for t in done) / max(len(done), 1), "infra_errors": len(trajectories) - len(done),
             "tokens_per_s": stats.tokens_per_s, "env_steps_per_s": stats.env_steps_per_s, "rollout_s": stats.seconds,
             **({"weight_sync_s": sync_s} if self.rollout_policy is not self.policy else {})}
+
+    def weights_changed(self) -> None:
+        """Mark the trainer's weights as changed, so a separate sampler (vLLM) gets them before it next samples.
+        The loop calls it itself; call it after changing ``trainer.model`` from outside (e.g. loading weights)."""
+        self._rollout_stale = True
 
     def sampling_policy(self) -> Any:
         """The policy that samples, with the trainer's current weights: a separate backend (vLLM) gets them
@@ -237,7 +243,7 @@ class Trainer:
             step_metrics = self._gradient_step(batch)
             if k == 0:
                 metrics.update(step_metrics)
-        self._rollout_stale = True
+        self.weights_changed()
         self.scheduler.step()
         return {**metrics, "updated": 1.0, "lr": self.scheduler.get_last_lr()[0]}
 
