@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import inspect
 import os
-from collections.abc import Sequence
 from typing import Any
 
 import torch
 
-from ..policy import Completion, Message, SamplingConfig
+from ..policy import Completion, SamplingConfig
+from .chat_tokens import ChatTokens
 
 
-class HFPolicy:
+class HFPolicy(ChatTokens):
     """A causal LM and its tokenizer as a :class:`~trainer.policy.TokenPolicy`.
 
     Args:
@@ -41,25 +41,7 @@ class HFPolicy:
         base = model.get_base_model() if hasattr(model, "get_base_model") else model  # peft wraps forward(**kwargs)
         self._cache_arg = "cache" if "cache" in inspect.signature(base.forward).parameters else "past_key_values"
 
-    # ----------------------------------------------------------------- Policy
-    def act(self, batch: list[list[Message]], *, sampling: SamplingConfig) -> list[Completion]:
-        return self.generate([self.encode_chat(messages) for messages in batch], sampling=sampling)
-
-    def render_chat(self, messages: Sequence[Message]) -> str:
-        """The chat as the model reads it, ending with the generation prompt."""
-        return self.tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True,
-                                                  **self.chat_template_kwargs)
-
-    def encode_chat(self, messages: Sequence[Message]) -> list[int]:
-        return self.encode(self.render_chat(messages))
-
-    def encode(self, text: str) -> list[int]:
-        """Ids of ``text`` as it stands (the template already wrote any special tokens)."""
-        return self.tokenizer.encode(text, add_special_tokens=False)
-
-    def decode(self, ids: Sequence[int]) -> str:
-        """Text of ``ids`` with special tokens kept, so that rendering it again gives the same text."""
-        return self.tokenizer.decode(list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False)
+    # Policy.act, render_chat, encode_chat, encode, decode: from ChatTokens
 
     # ----------------------------------------------------------------- TokenPolicy
     @torch.no_grad()

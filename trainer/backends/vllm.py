@@ -42,14 +42,15 @@ from typing import Any, ClassVar, Self
 import torch
 
 from ..errors import BackendError
-from ..policy import Completion, Message, SamplingConfig
+from ..policy import Completion, SamplingConfig
+from .chat_tokens import ChatTokens
 
 #: KV-cache size on CPU when neither ``kv_cache_bytes`` nor ``VLLM_CPU_KVCACHE_SPACE`` says otherwise
 #: (vLLM's own default reserves ``gpu_memory_utilization`` of the machine's RAM).
 DEFAULT_CPU_KV_CACHE_BYTES = 512 * 2**20
 
 
-class VLLMPolicy:
+class VLLMPolicy(ChatTokens):
     """A vLLM engine as a :class:`~trainer.policy.TokenPolicy`, with :meth:`sync_from` / :meth:`load_weights`.
 
     Args:
@@ -169,25 +170,7 @@ class VLLMPolicy:
             raise
         return policy
 
-    # ----------------------------------------------------------------- Policy
-    def act(self, batch: list[list[Message]], *, sampling: SamplingConfig) -> list[Completion]:
-        return self.generate([self.encode_chat(messages) for messages in batch], sampling=sampling)
-
-    def render_chat(self, messages: Sequence[Message]) -> str:
-        """The chat as the model reads it, ending with the generation prompt."""
-        return self.tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True,
-                                                  **self.chat_template_kwargs)
-
-    def encode_chat(self, messages: Sequence[Message]) -> list[int]:
-        return self.encode(self.render_chat(messages))
-
-    def encode(self, text: str) -> list[int]:
-        """Ids of ``text`` as it stands (the template already wrote any special tokens)."""
-        return self.tokenizer.encode(text, add_special_tokens=False)
-
-    def decode(self, ids: Sequence[int]) -> str:
-        """Text of ``ids`` with special tokens kept, so that rendering it again gives the same text."""
-        return self.tokenizer.decode(list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False)
+    # Policy.act, render_chat, encode_chat, encode, decode: from ChatTokens
 
     # ----------------------------------------------------------------- TokenPolicy
     def generate(self, prompt_ids: list[list[int]], *, sampling: SamplingConfig) -> list[Completion]:
