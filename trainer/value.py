@@ -37,12 +37,6 @@ def turn_starts(segment: Trajectory) -> dict[int, int]:
     return starts
 
 
-def turn_start_positions(trajectory: Trajectory) -> list[int]:
-    """For each turn of an unfolded trajectory, the position just before the turn's first sampled token."""
-    starts = turn_starts(trajectory)
-    return [starts[k] for k in range(trajectory.num_turns)]
-
-
 def dense_value_targets(segment: Trajectory, turn_targets: Sequence[float]) -> list[float]:
     """A per-token list holding each turn's value target at its start position in ``segment``, NaN elsewhere."""
     row = [float("nan")] * len(segment.token_ids)
