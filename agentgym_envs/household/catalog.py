@@ -21,6 +21,10 @@ APPLIANCE = {"clean": "sinkbasin", "heat": "microwave", "cool": "fridge"}
 #: Light sources: fixed objects toggled with ``use``; ``look_at_obj_in_light`` goals name one.
 LAMPS = ("desklamp", "floorlamp")
 
+#: ALFWorld's movable receptacles (its ``MOVABLE_RECEPTACLES``): ``examine`` describes them as containers
+#: ("This is a normal mug 1. In it, you see nothing."), whatever their state. Nothing is put inside them here.
+RECEPTACLE_OBJECTS = frozenset({"bowl", "box", "cup", "mug", "pan", "plate", "pot"})
+
 #: Tools that can ``slice`` a sliceable object.
 SLICERS = frozenset({"knife", "butterknife"})
 

@@ -9,11 +9,14 @@ the same id in the all-types and the per-type envs. Each ``step`` is one ALFWorl
 :class:`~agentgym_envs.household.tasks.TaskSpec` and the :class:`~agentgym_envs.household.world.World`
 are readable as ``env.unwrapped.task_spec`` and ``env.unwrapped.world`` (for analysis; not for agents).
 
-* Observations are ALFWorld's text; the first one ends with "Your task is to: <goal>".
+* Observations are ALFWorld's text (see :mod:`~agentgym_envs.household.render`); the first one ends with
+  "Your task is to: <goal>". ``put X in/on Y`` is answered "You put the X in/on the Y." and the newer
+  ALFWorld's ``move X to Y`` "You move the X to the Y.".
 * ``info["valid_actions"]`` are the admissible commands in canonical form.
 * An understood but inadmissible command (``take apple 9 from fridge 1`` with no such apple, ``open`` on
   a drawer that is open) is an invalid action with ALFWorld's observation "Nothing happens."; text that is
-  no command at all is an invalid action whose observation lists the command forms. Neither ends the episode.
+  no command at all is an invalid action whose observation starts "Nothing happens." too (ALFWorld's
+  answer to anything it cannot carry out) and then lists the command forms. Neither ends the episode.
 * Reward: 1.0 when the goal holds (``terminated``, ``won``). With ``dense_reward=True`` subgoals pay as
   documented in :mod:`~agentgym_envs.household.goals`; the return stays at most 1.0.
 * ``info["metrics"]``: ``progress`` (fraction of subgoals reached so far, ``done`` included),
@@ -32,7 +35,7 @@ from . import render
 from .expert import expert_command, search_command
 from .generate import build_world
 from .goals import DONE, SUBGOALS, goal_met, instruction, subgoals_met
-from .grammar import USAGE, format_command, parse, resolve
+from .grammar import USAGE, format_command, is_move, parse, resolve
 from .knowledge import Knowledge
 from .tasks import EXAMINE, SPLITS, TaskSpec, task_indices
 from .tasks import task_spec as spec_of
@@ -109,7 +112,7 @@ class HouseholdEnv(TaskEnv):
             command = self._interpret(action)
         self.world.apply(command)
         self.knowledge.observe(self.world)
-        observation = render.result(self.world, command)
+        observation = render.result(self.world, command, moved=command.verb == "put" and is_move(action))
         reward, done = self._progress(command)
         self._local = self._local_table()
         return Step(observation, reward=reward, terminated=done, won=True if done else None, score=1.0 if done else None)
@@ -118,7 +121,7 @@ class HouseholdEnv(TaskEnv):
         """Slow path for text that is not a canonical admissible command."""
         parsed = parse(action)
         if parsed is None:
-            raise InvalidAction(f"I don't understand {action[:80]!r}. {USAGE}")
+            raise InvalidAction(f"Nothing happens. I don't understand {action[:80]!r}. {USAGE}")
         options = resolve(parsed, self.world.admissible())
         if len(options) == 1:
             return options[0]

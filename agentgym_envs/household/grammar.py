@@ -6,7 +6,7 @@ Canonical forms (what ``info["valid_actions"]`` lists) are ALFWorld's::
     cool X with Y | slice X with Y | use X | examine X | inventory | look
 
 The parser accepts the near misses models actually write: ``put X in Y`` / ``on Y`` / ``into Y``
-(ALFWorld users trip over ``in/on``), ``move X to Y``, ``pick up X``, ``take X`` (from wherever it is),
+(ALFWorld users trip over ``in/on``), ``move X to Y`` (ALFWorld 0.4+'s own form), ``pick up X``, ``take X`` (from wherever it is),
 ``go fridge 1``, articles (``the fridge 1``), glued numbers (``apple1``), and unnumbered kinds
 (``open fridge``, resolved against the admissible commands when exactly one fits).
 
@@ -71,6 +71,11 @@ def normalise(text: str) -> str:
     """Lower-case, single spaces, no trailing punctuation, no articles, ``apple1`` -> ``apple 1``."""
     text = _SPACES.sub(" ", text.lower()).strip().rstrip(".!?").strip()
     return _GLUED_NUMBER.sub(r"\1 \2", _ARTICLES.sub("", text))
+
+
+def is_move(text: str) -> bool:
+    """Whether ``text`` is written as ALFWorld 0.4+'s ``move X to Y`` (answered "You move the X to the Y.")."""
+    return len(text) <= MAX_COMMAND_CHARS and normalise(text).startswith("move ")
 
 
 def parse(text: str) -> Command | None:
