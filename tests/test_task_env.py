@@ -79,10 +79,10 @@ def test_snapshot_into_a_different_task_set_is_refused():
 
 def _restore_as(cls, snapshot):
     # set_state checks the class path first, so bypass it to test the task-set guard itself.
-    import pickle
+    from agentgym_envs.core.snapshots import open_snapshot
 
     target = cls()
-    target._set_state(pickle.loads(snapshot)["state"])
+    target._set_state(open_snapshot(snapshot)["state"])
 
 
 def test_lazy_tasks_index_slice_and_bounds():

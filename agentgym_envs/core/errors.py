@@ -27,8 +27,8 @@ class ResetNeeded(AgentGymError):
     """``step`` was called before ``reset`` (a programming error, so it raises)."""
 
 
-class SnapshotError(AgentGymError):
-    """A snapshot could not be taken or restored (wrong env class, corrupted or foreign bytes)."""
+class SnapshotError(AgentGymError, ValueError):
+    """A snapshot could not be taken or restored (wrong env class, corrupted, forged or foreign bytes)."""
 
 
 class UnknownEnvError(AgentGymError):

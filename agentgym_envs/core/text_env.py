@@ -23,8 +23,12 @@ Contract (``shared/DESIGN.md`` §1), enforced here so that subclasses cannot bre
   They live on the unwrapped env: wrappers' counters (``TimeLimit``'s elapsed steps) are not included, so
   a branch restored mid-episode keeps the restoring wrapper's step count.
   The default pickles the instance's attributes except ``snapshot_exclude`` (static data such as task
-  sets); override ``_get_state``/``_set_state`` for anything that does not pickle. Snapshots are pickles:
-  only restore bytes you produced.
+  sets); override ``_get_state``/``_set_state`` for anything that does not pickle.
+  **Snapshots are valid within the process tree that made them**: the pickle is sealed with an HMAC key
+  of the process tree (shared with vector workers and child processes), and ``set_state`` checks the
+  seal before it unpickles anything, so forged, foreign or truncated bytes raise ``SnapshotError`` and
+  never run code. To restore snapshots on another machine or in a later run, set the same
+  ``AGENTGYM_SNAPSHOT_KEY`` in each process tree (:mod:`~agentgym_envs.core.snapshots` has the details).
 
 Subclasses implement ``_reset(options) -> (observation, info)`` and ``_step(action) -> Step``, and may
 override ``valid_actions()``, ``tools`` (see :class:`~agentgym_envs.core.tool_env.ToolEnv`), ``metrics()``,
@@ -42,7 +46,6 @@ Reserved attribute names (set by gymnasium or this base; don't store your own da
 from __future__ import annotations
 
 import hashlib
-import pickle
 import re
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -50,6 +53,7 @@ from typing import Any, ClassVar
 import gymnasium
 
 from .errors import InfraError, InvalidAction, ResetNeeded, SnapshotError
+from .snapshots import open_snapshot, seal_snapshot
 from .spaces import UnicodeText
 
 SNAPSHOT_VERSION = 1
@@ -184,14 +188,15 @@ class TextEnv(gymnasium.Env[str, str]):
     def get_state(self) -> bytes:
         """The whole env state (RNG included) as bytes; restore with :meth:`set_state`."""
         payload = {"version": SNAPSHOT_VERSION, "cls": self._class_path(), "state": self._get_state()}
-        return pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
+        return seal_snapshot(payload)
 
     def set_state(self, state: bytes) -> None:
-        """Restore a snapshot taken with :meth:`get_state` on an env of the same class."""
-        try:
-            payload = pickle.loads(state)
-        except Exception as e:  # corrupted bytes surface as many exception types
-            raise SnapshotError(f"snapshot bytes could not be decoded ({type(e).__name__}: {e})") from e
+        """Restore a snapshot taken with :meth:`get_state` on an env of the same class, in this process tree.
+
+        The seal is checked before anything is unpickled; bytes this process tree did not make raise
+        :class:`SnapshotError`.
+        """
+        payload = open_snapshot(state)
         if not isinstance(payload, dict) or payload.get("version") != SNAPSHOT_VERSION:
             raise SnapshotError(f"expected a version-{SNAPSHOT_VERSION} snapshot from get_state(), got something else")
         if payload["cls"] != self._class_path():

@@ -30,6 +30,7 @@ import cloudpickle  # a gymnasium dependency; lets env_fns be lambdas and closur
 import gymnasium
 
 from ..core.errors import UnknownEnvError
+from ..core.snapshots import install_key, snapshot_key
 from ..registration import unknown_id_message
 
 EnvFn = Callable[[], gymnasium.Env]
@@ -165,13 +166,18 @@ def serve(conn: Any, env_fn: EnvFn) -> None:
             pass
 
 
-def process_main(conn: multiprocessing.connection.Connection, env_fn_bytes: bytes, sys_path: list[str]) -> None:
+def process_main(conn: multiprocessing.connection.Connection, env_fn_bytes: bytes, sys_path: list[str],
+                 snapshot_key_bytes: bytes) -> None:
     """Entry point of a worker process.
 
     The env factory arrives pickled, and is unpickled only after ``sys.path`` matches the host's, so that
     factories from modules the host found late (a test file, a notebook dir) still import under
-    ``forkserver``. The worker lets go of the terminal's stdin and ignores Ctrl-C: the host decides
-    when workers stop, and an interrupt must not kill them mid-message. It leads its own process group,
+    ``forkserver``. Unpickling it (and every message on ``conn``) is safe: the bytes come from the host
+    process that started this worker, over a pipe only the two of them hold; nothing an agent sends or an
+    env receives from outside travels as a pickle here (snapshots inside messages stay sealed bytes and
+    are checked by ``set_state``). The worker adopts the host's snapshot key, so that snapshots pass
+    between host and workers both ways. The worker lets go of the terminal's stdin and ignores Ctrl-C: the
+    host decides when workers stop, and an interrupt must not kill them mid-message. It leads its own process group,
     so that killing a hung worker also kills what its env started (a browser, a shell, a server).
     """
     os.setsid()
@@ -181,7 +187,8 @@ def process_main(conn: multiprocessing.connection.Connection, env_fn_bytes: byte
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     sys.path[:] = sys_path
     try:
-        env_fn = pickle.loads(env_fn_bytes)
+        install_key(snapshot_key_bytes)
+        env_fn = pickle.loads(env_fn_bytes)  # the host's own cloudpickle of its env_fn (see above)
     except Exception as e:
         conn.send(("error", _error(e)))
         return
@@ -198,7 +205,10 @@ def _raised(error: dict[str, str]) -> Failure:
 
 
 def pickle_env_fn(i: int, env_fn: EnvFn) -> bytes:
-    """Pickle ``env_fns[i]`` in the host, where a failure can still be explained."""
+    """Pickle ``env_fns[i]`` in the host, where a failure can still be explained.
+
+    cloudpickle is fine here: the caller's own factory goes to the caller's own child process (see
+    :func:`process_main`); nothing received from outside is ever unpickled on this path."""
     try:
         return cloudpickle.dumps(env_fn)
     except Exception as e:
@@ -230,7 +240,7 @@ class ProcessWorker:
         context = _context()
         self._conn, child = context.Pipe(duplex=True)
         self._process = context.Process(
-            target=process_main, args=(child, env_fn_bytes, list(sys.path)), name=name, daemon=True
+            target=process_main, args=(child, env_fn_bytes, list(sys.path), snapshot_key()), name=name, daemon=True
         )
         self._process.start()
         child.close()  # only the worker holds its end, so its death reads as EOF here
