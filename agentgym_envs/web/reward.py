@@ -4,14 +4,20 @@
 
 * An attribute of the goal matches when one of the product's attributes has a token-set ratio above 85
   with it, or, failing that, when it appears verbatim in the title, the bullet points or the description.
-* An option of the goal matches when one of the chosen option values does (after ``normalize_color``);
-  WebShop's current code iterates the goal's options, so an option is counted at most once.
+* An option of the goal matches when one of the chosen option values does, both after WebShop's
+  ``normalize_color`` (the first of WebShop's 102 base colours found as a substring: ``dark grey`` ->
+  ``dark``, so it does *not* match ``grey``; ``dark wash`` and ``light wash`` both -> ``ash``, so they match
+  each other: WebShop's quirks, kept so that scores compare); WebShop's current code iterates the goal's
+  options, so an option is counted at most once.
 * ``r_type`` gates everything on the product being the right kind of thing: 1 when the WebShop query
-  matches, at least two category levels are shared, or the titles share more than 20% of the goal's
-  nouns; 0.5 otherwise; 0.1 when under 10% of the goal title's nouns are shared; 0 when none is.
+  matches, at least two category levels are shared, or ``title_score`` > 0.2; 0.5 otherwise; 0.1 when
+  ``title_score`` < 0.1; 0 when it is 0. ``title_score`` is the number of *distinct* nouns the two titles
+  share over the number of noun *tokens* in the goal title (duplicates count, as in WebShop, where the
+  numerator is a set intersection and the denominator the length of the goal's noun list).
 
-WebShop tags nouns with spaCy's ``en_core_web_lg``. Titles here are generated from a known vocabulary, so
-the nouns are known too (:data:`NOUNS`: type nouns, brand names and a few generic nouns); no model needed.
+WebShop tags nouns with spaCy's ``en_core_web_sm`` (NOUN and PROPN tags). Titles here are generated from a
+known vocabulary, so the nouns are known too (:data:`NOUNS`: type nouns, brand names and a few generic
+nouns); no model needed.
 """
 
 from __future__ import annotations
@@ -48,9 +54,10 @@ class Reward:
                 "title_score": self.title_score}
 
 
-def title_nouns(title: str) -> set[str]:
-    """The nouns of a title (what spaCy's NOUN/PROPN tags would pick out of our generated titles)."""
-    return {w for w in _TOKEN.findall(title.lower()) if w in NOUNS}
+def title_nouns(title: str) -> list[str]:
+    """The noun tokens of a title in order, repeats kept (what spaCy's NOUN/PROPN tags would pick out of
+    our generated titles)."""
+    return [w for w in _TOKEN.findall(title.lower()) if w in NOUNS]
 
 
 def type_reward(product: Product, goal: Goal) -> tuple[float, bool, bool, float]:
@@ -60,7 +67,8 @@ def type_reward(product: Product, goal: Goal) -> tuple[float, bool, bool, float]
         x.strip() for x in goal.product_category.split("›")}
     category_match = len(shared_levels) >= 2
     desired = title_nouns(goal.name)
-    title_score = 0.2 if not desired else len(title_nouns(product.title) & desired) / len(desired)
+    shared = set(title_nouns(product.title)) & set(desired)
+    title_score = 0.2 if not desired else len(shared) / len(desired)  # len(desired): repeats count
     r_type = 1.0 if (query_match or category_match or title_score > 0.2) else 0.5
     if title_score < 0.1:
         r_type = 0.1

@@ -263,6 +263,19 @@ GENERIC_NOUNS = frozenset({"men", "women", "kids", "girls", "families", "travel"
 MODIFIERS = ("Premium", "Classic", "Original", "Essential", "Signature", "Everyday", "Pro", "Deluxe", "Modern",
              "Ultra")
 
-#: Base colours used by WebShop's ``normalize_color`` (a value mentioning one is reduced to it).
-COLOR_SET = ("beige", "black", "blue", "brown", "burgundy", "coral", "gold", "green", "grey", "khaki", "navy",
-             "orange", "pink", "plum", "purple", "red", "silver", "white", "yellow")
+#: WebShop's base colours for ``normalize_color`` (``COLOR_SET`` in ``web_agent_site/engine/normalize.py`` of
+#: princeton-nlp/WebShop, commit 64fa2a5, MIT): all 102, in WebShop's (alphabetical) order, because the first
+#: one found as a *substring* wins: ``dark grey`` -> ``dark``, ``navy blue`` -> ``blue``, ``light wash`` ->
+#: ``ash``. A fact list carried as data; the matching code is ours.
+COLOR_SET = (
+    "alabaster", "apricot", "aqua", "ash", "asphalt", "azure", "banana", "beige", "black", "blue", "blush",
+    "bordeaux", "bronze", "brown", "burgundy", "camel", "camo", "caramel", "champagne", "charcoal", "cheetah",
+    "chestnut", "chocolate", "christmas", "coffee", "cognac", "copper", "coral", "cranberry", "cream",
+    "crystal", "dark", "denim", "eggplant", "elephant", "espresso", "fuchsia", "gold", "granite", "grape",
+    "graphite", "grass", "gray", "green", "grey", "heather", "indigo", "ivory", "ivy", "khaki", "lavender",
+    "lemon", "leopard", "light", "lilac", "lime", "magenta", "maroon", "mauve", "merlot", "midnight", "mint",
+    "mocha", "multicolor", "mushroom", "mustard", "natural", "navy", "nude", "olive", "orange", "peach",
+    "pewter", "pink", "plum", "purple", "rainbow", "red", "rose", "royal", "rust", "sand", "sapphire",
+    "seashell", "silver", "skull", "slate", "steel", "stone", "stonewash", "sunflower", "tan", "taupe", "teal",
+    "tiger", "turquoise", "violet", "walnut", "wheat", "white", "wine", "yellow",
+)
