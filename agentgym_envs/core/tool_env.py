@@ -105,22 +105,32 @@ def tool_schema(method: Callable) -> dict[str, Any]:
     return {"type": "function", "function": {"name": method.__name__, "description": summary, "parameters": parameters}}
 
 
+def _load_json(text: str, what: str) -> Any:
+    """``json.loads(text)``, with every way agent-written JSON can fail turned into ``InvalidAction``.
+
+    Besides syntax errors, Python's decoder raises ``RecursionError`` on deep nesting (``[[[[…``) and
+    ``ValueError`` on integers past the int/str conversion limit (4,300 digits); both are the agent's.
+    """
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InvalidAction(f"Invalid tool call: {what} is malformed JSON ({e.msg} at position {e.pos}).") from None
+    except RecursionError:
+        raise InvalidAction(f"Invalid tool call: {what} nests too deeply; send flat arguments.") from None
+    except ValueError:  # the int/str conversion limit
+        raise InvalidAction(f"Invalid tool call: {what} holds a number with too many digits.") from None
+
+
 def parse_call(text: str) -> tuple[str, list[Any], dict[str, Any]]:
     """Parse ``name(args)`` or ``{"name": ..., "arguments": {...}}``; raise ``InvalidAction`` otherwise."""
     text = text.strip()
     if text.startswith("{"):
-        try:
-            call = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise InvalidAction(f"Invalid tool call: malformed JSON ({e.msg} at position {e.pos}).") from None
+        call = _load_json(text, "the call")
         if not isinstance(call, dict) or not isinstance(call.get("name"), str):
             raise InvalidAction('Invalid tool call: expected {"name": <tool>, "arguments": {...}}.')
         arguments = call.get("arguments", {})
         if isinstance(arguments, str):  # OpenAI sends arguments as a JSON string
-            try:
-                arguments = json.loads(arguments) if arguments.strip() else {}
-            except json.JSONDecodeError:
-                raise InvalidAction("Invalid tool call: 'arguments' is not valid JSON.") from None
+            arguments = _load_json(arguments, "'arguments'") if arguments.strip() else {}
         if not isinstance(arguments, dict):
             raise InvalidAction("Invalid tool call: 'arguments' must be a JSON object.")
         return call["name"], [], arguments

@@ -172,8 +172,11 @@ def _first_json(text: str) -> Any:
             malformed = malformed or f"{e.msg} at position {e.pos - start}"
             pos = start + 1
             continue
-        except (ValueError, RecursionError):
+        except RecursionError:
             malformed, pos = malformed or "nested too deeply", start + 1
+            continue
+        except ValueError:  # an integer past the int/str conversion limit (4,300 digits)
+            malformed, pos = malformed or "a number with too many digits", start + 1
             continue
         if _looks_like_call(value):
             return value

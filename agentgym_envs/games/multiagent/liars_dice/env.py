@@ -19,7 +19,8 @@ from .rules import LiarsDice
 
 _NUMBERS = {w: str(i) for i, w in enumerate("zero one two three four five six seven eight nine ten".split())}
 _FACES = {"ones": "1", "twos": "2", "threes": "3", "fours": "4", "fives": "5", "sixes": "6", "sixs": "6"}
-_BID = re.compile(r"^(?:bid|raise|i bid)?\s*(\d+)\s*(?:x|×|\*|of|dice of|dice showing)?\s*(\d)s?$")
+#: Quantities have at most 6 significant digits, so ``int()`` never meets a 5,000-digit string.
+_BID = re.compile(r"^(?:bid|raise|i bid)?\s*0*(\d{1,6})\s*(?:x|×|\*|of|dice of|dice showing)?\s*(\d)s?$")
 _CALL = {"liar", "call", "challenge", "call liar", "doubt", "dudo", "liar!"}
 
 
@@ -50,7 +51,7 @@ class LiarsDiceEnv(TurnBasedTextEnv):
             return "liar"
         words = " ".join(_FACES.get(w, _NUMBERS.get(w, w)) for w in words.split())
         match = _BID.match(words)
-        return f"bid {int(match.group(1))} {match.group(2)}" if match else text
+        return f"bid {int(match.group(1))} {int(match.group(2))}" if match else text
 
     def _render(self, player: int) -> str:
         view = self.game.view(player)

@@ -1,0 +1,129 @@
+"""The hostile corpus (``agentgym_envs/fuzz.py``) against every registered id × every action protocol.
+
+The rule under test (``shared/DESIGN.md`` §1): anything reachable from the agent's actions ends as an
+observation or an agent-attributed termination — never an exception, never ``info["infra_error"]``.
+
+Each (id, protocol) pair gets, on fresh episodes (reset with seed 0 whenever one ends):
+
+* the short battery (``hostile_actions``) in full;
+* on tool envs, the whole corpus and every hostile call to each of its own tools (``hostile_tool_calls``);
+* on other envs, a deterministic third of the rest of the corpus, rotated by protocol so that each entry
+  meets each id at least once over the five protocols (the whole corpus everywhere would take minutes);
+* with a protocol, each string payload both as it is and written in the protocol's format
+  (``in_protocol``), so that it gets past the parser and reaches the env.
+
+Terminal-v0 runs a real sandbox per command, so it gets the battery and a 1-in-40 sample of the corpus.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import gymnasium
+import pytest
+
+import agentgym_envs  # noqa: F401  (registers the ids)
+from agentgym_envs.fuzz import (HostileAction, hostile_actions, hostile_corpus, hostile_tool_calls, in_protocol,
+                                one_in)
+from agentgym_envs.protocols.wrapper import ActionProtocolWrapper
+
+PROTOCOLS = ("native", "plain", "react", "tags", "tool_calls")
+ENV_IDS = sorted(k for k in gymnasium.registry if k.startswith("agentgym/"))
+#: A step slower than this is a failure too (a regex or parser gone quadratic on a 16 KiB action).
+STEP_SECONDS = 10.0
+#: How much of the non-battery corpus each (id, protocol) pair gets: all of it on tool envs.
+SAMPLE_ONE_IN = {"agentgym/Terminal-v0": 40}
+NON_TOOL_ONE_IN = 3
+
+
+def _entries(env_id: str, protocol: str, env: gymnasium.Env) -> list[HostileAction]:
+    battery = [HostileAction(f"battery-{i}", a) for i, a in enumerate(hostile_actions())]
+    rest = tuple(e for e in hostile_corpus() if not e.name.startswith("battery-"))
+    tools = env.unwrapped.tools
+    n = SAMPLE_ONE_IN.get(env_id, 1 if tools else NON_TOOL_ONE_IN)
+    sampled = one_in(rest, n, key=env_id, offset=PROTOCOLS.index(protocol))
+    return [*battery, *sampled, *one_in(hostile_tool_calls(tools), n, key=env_id)]
+
+
+def _replies(entries: list[HostileAction], protocol: str, tool_env: bool):
+    for entry in entries:
+        yield entry.name, entry.payload
+        if protocol != "native" and isinstance(entry.payload, str):
+            yield entry.name + "/in-protocol", in_protocol(entry.payload, protocol, tool_env=tool_env)
+
+
+def _check_step(env: gymnasium.Env, reply) -> str | None:
+    """The step's defect, or ``None`` when it ended as the contract says."""
+    start = time.perf_counter()
+    try:
+        obs, reward, terminated, truncated, info = env.step(reply)
+    except Exception as e:  # noqa: BLE001 — any exception is the defect being counted
+        env.reset(seed=0)
+        return f"raised {type(e).__name__}: {str(e)[:120]}"
+    elapsed = time.perf_counter() - start
+    if terminated or truncated:
+        env.reset(seed=0)
+    if info.get("infra_error") is not None:
+        return f"infra_error: {str(info['infra_error'])[:120]}"
+    if not isinstance(obs, str) or not math.isfinite(reward):
+        return f"observation {type(obs).__name__}, reward {reward!r}"
+    if elapsed > STEP_SECONDS:
+        return f"took {elapsed:.1f} s"
+    return None
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_hostile_corpus_never_raises_nor_blames_infrastructure(env_id: str, protocol: str) -> None:
+    base = gymnasium.make(env_id)
+    env = base if protocol == "native" else ActionProtocolWrapper(base, protocol)
+    try:
+        env.reset(seed=0)
+        entries = _entries(env_id, protocol, env)
+        failures = [f"{name}: {defect}" for name, reply in _replies(entries, protocol, env.unwrapped.tools is not None)
+                    if (defect := _check_step(env, reply)) is not None]
+    finally:
+        env.close()
+    assert not failures, f"{len(failures)} of {len(entries)} hostile entries broke the contract:\n" + "\n".join(failures[:15])
+
+
+def test_the_corpus_holds_the_attacks_of_issue_15() -> None:
+    """The reproductions the corpus must keep: deep JSON, 5,000-digit integers, 1 MiB, NUL, lone surrogates."""
+    payloads = [e.payload for e in hostile_corpus()]
+    texts = [p for p in payloads if isinstance(p, str)]
+    assert any(t.startswith('{"name": "guess", "arguments": {"number": [[[[') for t in texts)
+    assert any('"number": ' + "9" * 5000 in t for t in texts)
+    assert any(t.startswith("bid " + "9" * 4000) for t in texts)
+    assert any(len(t) == 1 << 20 for t in texts) and "\x00" in texts and "\ud800" in texts
+    assert any(t.startswith("Thought: ") and "[[[[" in t for t in texts) and any(t.startswith("<action>{0") for t in texts)
+    assert len({e.name for e in hostile_corpus()}) == len(hostile_corpus()) > 500
+
+
+def test_one_in_partitions_the_corpus_over_offsets() -> None:
+    corpus = hostile_corpus()
+    parts = [one_in(corpus, 3, key="agentgym/Maze-v0", offset=k) for k in range(3)]
+    assert sorted(e.name for p in parts for e in p) == sorted(e.name for e in corpus)
+    assert all(len(p) > len(corpus) // 4 for p in parts) and parts[0] == one_in(corpus, 3, key="agentgym/Maze-v0")
+
+
+@pytest.mark.parametrize("call", [
+    '{"name": "guess", "arguments": {"number": ' + "9" * 5000 + "}}",
+    '{"name": "guess", "arguments": {"number": ' + "[" * 5000 + "]" * 5000 + "}}",
+    '{"name": "guess", "arguments": "{\\"number\\": ' + "9" * 5000 + '}"}',
+    '{"name": "guess", "arguments": "' + "[" * 5000 + '"}',
+], ids=["huge-int", "deep-json", "huge-int-in-string", "deep-json-in-string"])
+def test_tool_env_rejects_json_past_the_decoder_limits(call: str) -> None:
+    """The reproduction of issue 15 §1: these used to raise ValueError/RecursionError out of ``parse_call``."""
+    env = gymnasium.make("agentgym/GuessNumber-v0")
+    env.reset(seed=0)
+    obs, reward, terminated, truncated, info = env.step(call)
+    assert info["action_valid"] is False and info["infra_error"] is None and not terminated
+    assert "too many digits" in obs or "nests too deeply" in obs or "malformed JSON" in obs
+
+
+def test_liars_dice_reads_a_5000_digit_bid_as_an_illegal_move() -> None:
+    env = gymnasium.make("agentgym/LiarsDice-VsScripted-v0")
+    env.reset(seed=0)
+    obs, reward, terminated, truncated, info = env.step("bid " + "9" * 5000 + " 3")
+    assert info["infra_error"] is None and info["action_valid"] is False
