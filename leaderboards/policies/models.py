@@ -50,13 +50,17 @@ def load_checkpoint(target: str) -> Any:
     from trainer.backends.hf import HFPolicy
     from trainer.checkpoint import load_checkpoint as read_state
     from trainer.config import TrainConfig, from_dict
+    from trainer.errors import CheckpointError
     from trainer.loop import load_model
 
-    state = read_state(checkpoint_path(target))
+    try:
+        state = read_state(checkpoint_path(target))  # weights_only: a foreign file cannot run code here
+    except CheckpointError as e:
+        raise PolicyLoadError(f"checkpoint:{target}: {e}") from None
     try:
         model, tokenizer = load_model(from_dict(TrainConfig, state["config"]))
         model.load_state_dict(state["model"])
-    except (KeyError, RuntimeError, ValueError) as e:
+    except (KeyError, RuntimeError, ValueError, TypeError, AttributeError) as e:  # a loadable but wrong file
         raise PolicyLoadError(f"checkpoint:{target}: the checkpoint does not match its own config "
                               f"({type(e).__name__}: {str(e)[:200]})") from None
     return HFPolicy(_to_device(model.eval()), tokenizer)
@@ -69,8 +73,12 @@ def checkpoint_path(target: str) -> Path:
         if (candidate / "state.pt").exists():
             return candidate
         latest = candidate / "latest"
-        if latest.exists() and (candidate / latest.read_text().strip() / "state.pt").exists():
-            return candidate / latest.read_text().strip()
+        try:
+            name = latest.read_text().strip() if latest.is_file() else ""
+        except (OSError, UnicodeDecodeError):
+            name = ""
+        if name and (candidate / name / "state.pt").exists():
+            return candidate / name
     raise PolicyLoadError(f"checkpoint:{target}: no checkpoint there; expected a training run directory (with "
                           "checkpoints/latest), its checkpoints/ directory, or a step_* directory with state.pt")
 
