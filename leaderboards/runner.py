@@ -5,34 +5,40 @@ and its plan is every ``(entry, episode_index)`` of the suite minus those alread
 functions of their seeds (:mod:`leaderboards.episode`), so a run killed at any moment and restarted ends
 with the same store as an uninterrupted one, and the store's unique keys make a duplicate impossible.
 
-Workers are threads (model and HTTP policies: one shared model, I/O-bound calls) or processes (env-side
-baselines, CPU-bound envs); only this module's main thread writes the store. Infrastructure failures are
-recorded in ``infra_errors`` and retried up to ``max_attempts`` times per episode; an episode that still
-fails stays unscored (a later run retries it). ``max_consecutive_infra`` failures in a row stop the run:
-something is down, and retrying every remaining episode would only hide that.
+Several runners may work on one run in one store at once (started by hand, by a scheduler, or a restart
+while the old process is still alive): each plays only episodes whose lease it holds
+(:mod:`leaderboards.leases`), so they share the work, and a runner that dies has its episodes redone by the
+others. A runner returns when every episode of the run is stored or has been given up by it, waiting for
+episodes that other live runners are playing. Progress counts are the store's: ``done/total`` over all
+runners, and the runner's own share.
+
+Workers (:mod:`leaderboards.workers`) are threads or processes; only this module's main thread writes the
+store. Infrastructure failures are recorded in ``infra_errors`` and retried up to ``max_attempts`` times per
+episode; an episode that still fails stays unscored (a later run retries it). ``max_consecutive_infra``
+failures in a row stop the run: something is down, and retrying every remaining episode would only hide that.
 """
 
 from __future__ import annotations
 
 import sys
-import threading
 import time
 from collections import deque
-from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
 from trainer.backends.openai_http import EndpointError
-from trainer.policy import SamplingConfig
 
-from .episode import InfraFailed, make_env, play_episode
-from .errors import LeaderboardError, RunAborted, SuiteError
+from .errors import LeaderboardError, RunAborted
+from .leases import Claim, Key, LeaseBook
 from .policies import PolicySpec, parse_spec
-from .records import EpisodeRecord, InfraFailure
 from .store import Run, Store, open_store
-from .suite import Entry, Suite, load_suite
+from .suite import Suite, load_suite
+from .workers import Job, Outcome, Pool
+
+#: Seconds between looks at the store while other runners hold the episodes still missing.
+POLL_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -51,39 +57,52 @@ class BenchOptions:
     timeout: float = 120.0
     """Seconds per HTTP request."""
     progress: bool = True
+    progress_s: float = 5.0
+    """Seconds between progress lines."""
+    lease_s: float = 60.0
+    """How long an episode stays reserved for this runner without a heartbeat (renewed every quarter of it):
+    after a crash, runners on other hosts wait this long before redoing its episodes (same host: at once)."""
 
     def __post_init__(self) -> None:
         if self.workers < 1 or self.max_attempts < 1 or self.max_consecutive_infra < 1:
             raise ValueError("workers, max_attempts and max_consecutive_infra must be >= 1")
         if self.pool not in ("auto", "thread", "process"):
             raise ValueError(f"pool must be auto, thread or process, got {self.pool!r}")
+        if not self.lease_s > 0 or not self.progress_s > 0:
+            raise ValueError(f"lease_s and progress_s must be > 0 seconds, got {self.lease_s} and {self.progress_s}")
 
 
 @dataclass
 class BenchSummary:
-    """What one invocation did."""
+    """What one invocation did; ``stored`` counts the run's episodes in the store at the end, by any runner."""
 
     run: Run
     planned: int
     already_stored: int
     played: int = 0
+    """Episodes this runner stored (another runner's copy of the same episode, stored first, is not counted)."""
     infra_failures: int = 0
     gave_up: list[tuple[str, int]] = field(default_factory=list)
     wall_s: float = 0.0
-
-
-@dataclass(frozen=True)
-class Job:
-    entry: int
-    episode_index: int
-    attempt: int = 1
+    stored: int = 0
 
 
 @dataclass
-class Outcome:
-    job: Job
-    record: EpisodeRecord | None = None
-    failure: InfraFailure | None = None
+class _Drive:
+    """The runner's state while it plays: what is in flight, to retry, given up, and its counters."""
+
+    pool: Pool
+    book: LeaseBook
+    store: Store
+    suite: Suite
+    options: BenchOptions
+    summary: BenchSummary
+    index: dict[str, int]
+    retries: deque = field(default_factory=deque)
+    inflight: dict[Future, Job] = field(default_factory=dict)
+    skip: set[Key] = field(default_factory=set)
+    """Episodes this runner gave up on: never claimed again by it (another runner may still try them)."""
+    elsewhere: Claim | None = None
 
 
 def run_bench(suite: str | Path, policy: str, store_path: str | Path,
@@ -92,23 +111,26 @@ def run_bench(suite: str | Path, policy: str, store_path: str | Path,
 
     Errors are checked before anything is written: a malformed spec, a bad suite, an unreadable store and an
     unreachable endpoint each raise a :class:`~leaderboards.errors.LeaderboardError` with the store untouched.
+    Other runners on the same run and store share the work (see the module docstring).
     """
     spec, loaded = parse_spec(policy), load_suite(suite)
     with open_store(store_path) as store:
         shared = None if spec.env_side else spec.build(api_key_env=options.api_key_env, timeout=options.timeout)
         _preflight(shared, spec)
         run = store.run(options.run_name or spec.text, spec.text, loaded, _config(options, loaded))
-        finished = store.finished(run)
-        jobs = [Job(i, k) for i, e in enumerate(loaded.entries) for k in range(e.episodes)
-                if (e.key, k) not in finished]
-        summary = BenchSummary(run, loaded.episodes, len(finished))
-        _say(options, f"run {run.name!r} on {loaded.name} v{loaded.version}: {len(finished)} of {loaded.episodes} "
-                      f"episodes already stored, {len(jobs)} to play with {options.workers} worker(s)")
+        plan = [(e.key, k) for e in loaded.entries for k in range(e.episodes)]
+        summary = BenchSummary(run, loaded.episodes, store.count(run))
+        _say(options, f"run {run.name!r} on {loaded.name} v{loaded.version}: {summary.already_stored} of "
+                      f"{loaded.episodes} episodes already stored, {loaded.episodes - summary.already_stored} to play "
+                      f"with {options.workers} worker(s)")
         start = time.perf_counter()
-        prior = _prior_attempts(store, run)
-        with _Pool(spec, shared, loaded, options) as pool:
-            _drive(pool, jobs, store, run, loaded, options, summary, prior)
+        build = {"api_key_env": options.api_key_env, "timeout": options.timeout}
+        with LeaseBook(store.path, run, plan, lease_s=options.lease_s) as book, \
+                Pool(spec, shared, loaded, workers=options.workers, pool=options.pool, build=build) as pool:
+            index = {e.key: i for i, e in enumerate(loaded.entries)}
+            _drive(_Drive(pool, book, store, loaded, options, summary, index))
         summary.wall_s = time.perf_counter() - start
+        summary.stored = store.count(run)
     return summary
 
 
@@ -124,66 +146,91 @@ def _preflight(policy: Any, spec: PolicySpec) -> None:
                          "was not changed.") from None
 
 
-def _drive(pool: _Pool, jobs: list[Job], store: Store, run: Run, suite: Suite, options: BenchOptions,
-           summary: BenchSummary, prior: dict[tuple[str, int], int]) -> None:
-    """Keep ``2 × workers`` episodes in flight; write each result as it lands; retry infra failures."""
-    pending, inflight = deque(jobs), {}
-    streak, last_note = 0, time.perf_counter()
+def _drive(d: _Drive) -> None:
+    """Keep ``2 × workers`` leased episodes in flight; write each result as it lands; retry infra failures."""
+    run, streak, noted = d.summary.run, 0, time.perf_counter()
     try:
-        while pending or inflight:
-            while pending and len(inflight) < 2 * options.workers:
-                job = pending.popleft()
-                inflight[pool.submit(job)] = job
-            done, _ = wait(inflight, return_when=FIRST_COMPLETED)
-            for future in done:
+        while True:
+            _fill(d)
+            if not d.inflight and not (d.elsewhere and d.elsewhere.elsewhere):
+                break  # every episode is stored, or given up by this runner
+            if not d.inflight:
+                time.sleep(POLL_S)  # the rest are other runners' for now: theirs to store, or ours if they die
+            for future in wait(d.inflight, timeout=POLL_S, return_when=FIRST_COMPLETED)[0] if d.inflight else ():
                 outcome = future.result()
-                del inflight[future]
+                del d.inflight[future]
                 streak = 0 if outcome.record else streak + 1
-                _settle(outcome, store, run, suite, options, summary, pending, prior)
-                if streak >= options.max_consecutive_infra:
+                _settle(d, outcome)
+                if streak >= d.options.max_consecutive_infra:
                     raise RunAborted(f"{streak} infrastructure failures in a row (last: {outcome.failure.error}); "
-                                     f"stopping. {_kept(store, run)} Fix the cause and rerun the same command to resume.")
-            if options.progress and time.perf_counter() - last_note > 5:
-                last_note = time.perf_counter()
-                _say(options, f"  {summary.already_stored + summary.played}/{summary.planned} episodes stored, "
-                              f"{summary.infra_failures} infrastructure failure(s)")
+                                     f"stopping. {_kept(d.store, run)} Fix the cause and rerun the same command to resume.")
+            if d.options.progress and time.perf_counter() - noted > d.options.progress_s:
+                noted = time.perf_counter()
+                _say(d.options, _progress(d))
     except KeyboardInterrupt:
         raise
     except RunAborted:
-        _drain(inflight, store, run)
+        _drain(d)
         raise
     except LeaderboardError as e:
-        _drain(inflight, store, run)
-        raise RunAborted(f"{str(e).rstrip('.')}. {_kept(store, run)}") from None
+        _drain(d)
+        raise RunAborted(f"{str(e).rstrip('.')}. {_kept(d.store, run)}") from None
     except Exception as e:
-        _drain(inflight, store, run)
+        _drain(d)
         if isinstance(e, EndpointError):
-            raise RunAborted(f"the policy failed: {str(e).rstrip('.')}. {_kept(store, run)}") from None
+            raise RunAborted(f"the policy failed: {str(e).rstrip('.')}. {_kept(d.store, run)}") from None
         raise
 
 
-def _settle(outcome: Outcome, store: Store, run: Run, suite: Suite, options: BenchOptions, summary: BenchSummary,
-            pending: deque, prior: dict[tuple[str, int], int]) -> None:
-    job = outcome.job
+def _fill(d: _Drive) -> None:
+    """Submit retries first, then newly leased episodes, up to ``2 × workers`` in flight."""
+    room = 2 * d.options.workers - len(d.inflight)
+    while room > 0 and d.retries:
+        job = d.retries.popleft()
+        d.inflight[d.pool.submit(job)] = job
+        room -= 1
+    if room <= 0:
+        return
+    d.elsewhere = d.book.claim(room, d.skip)
+    for entry, episode_index in d.elsewhere.keys:
+        job = Job(d.index[entry], episode_index)
+        d.inflight[d.pool.submit(job)] = job
+
+
+def _progress(d: _Drive) -> str:
+    """``done/total`` over all runners (the store's count), this runner's share, and who else is playing."""
+    line = (f"  {d.store.count(d.summary.run)}/{d.summary.planned} episodes stored, {d.summary.played} by this "
+            f"runner, {d.summary.infra_failures} infrastructure failure(s)")
+    claim = d.elsewhere
+    if claim and claim.elsewhere:
+        line += (f"; {claim.elsewhere} being played by {len(claim.holders)} other runner(s) "
+                 f"({'; '.join(o.describe() for o in claim.holders)})")
+    return line
+
+
+def _settle(d: _Drive, outcome: Outcome) -> None:
+    job, run = outcome.job, d.summary.run
     if outcome.record is not None:
         outcome.record.attempts = job.attempt
-        summary.played += store.record_episode(run, outcome.record)
+        d.summary.played += d.store.record_episode(run, outcome.record, lease_owner=d.book.owner.id)
         return
     failure = outcome.failure
     assert failure is not None
-    failure.attempt = job.attempt + prior.get((failure.entry, job.episode_index), 0)
-    store.record_infra_failure(run, failure)
-    summary.infra_failures += 1
-    if job.attempt < options.max_attempts:
-        pending.appendleft(Job(job.entry, job.episode_index, job.attempt + 1))
+    d.store.record_infra_failure(run, failure)
+    d.summary.infra_failures += 1
+    key = (failure.entry, job.episode_index)
+    if job.attempt < d.options.max_attempts:
+        d.retries.appendleft(Job(job.entry, job.episode_index, job.attempt + 1))
     else:
-        summary.gave_up.append((suite.entries[job.entry].key, job.episode_index))
-        _say(options, f"  gave up on {failure.entry} #{job.episode_index} after {job.attempt} attempts: {failure.error}")
+        d.skip.add(key)
+        d.book.release(key)
+        d.summary.gave_up.append(key)
+        _say(d.options, f"  gave up on {failure.entry} #{job.episode_index} after {job.attempt} attempts: {failure.error}")
 
 
-def _drain(inflight: dict[Future, Job], store: Store, run: Run) -> None:
+def _drain(d: _Drive) -> None:
     """On the way out, keep every episode that did finish (not wasting work; never a partial one)."""
-    for future in list(inflight):
+    for future in list(d.inflight):
         if future.cancel():
             continue
         try:
@@ -191,19 +238,11 @@ def _drain(inflight: dict[Future, Job], store: Store, run: Run) -> None:
         except BaseException:
             continue
         if outcome.record is not None:
-            store.record_episode(run, outcome.record)
+            d.store.record_episode(d.summary.run, outcome.record, lease_owner=d.book.owner.id)
 
 
 def _kept(store: Store, run: Run) -> str:
     return f"The {len(store.finished(run))} episodes stored for run {run.name!r} are kept."
-
-
-def _prior_attempts(store: Store, run: Run) -> dict[tuple[str, int], int]:
-    counts: dict[tuple[str, int], int] = {}
-    for row in store.infra_rows(run):
-        key = (row["entry"], row["episode_index"])
-        counts[key] = counts.get(key, 0) + 1
-    return counts
 
 
 def _config(options: BenchOptions, suite: Suite) -> dict[str, Any]:
@@ -225,107 +264,3 @@ def _version() -> str:
 def _say(options: BenchOptions, line: str) -> None:
     if options.progress:
         print(line, file=sys.stderr, flush=True)
-
-
-# ----------------------------------------------------------------------------- workers
-class _Worker:
-    """Plays jobs in one thread or process: a policy, and one env per entry (reused across its episodes)."""
-
-    def __init__(self, policy: Any, entries: tuple[Entry, ...], sampling: SamplingConfig):
-        self.policy, self.entries, self.sampling = policy, entries, sampling
-        self.envs: dict[str, Any] = {}
-
-    def play(self, job: Job) -> Outcome:
-        entry = self.entries[job.entry]
-        try:
-            env = self.envs.get(entry.key) or self.envs.setdefault(entry.key, _make(entry))
-            return Outcome(job, record=play_episode(entry, job.episode_index, env, self.policy, self.sampling))
-        except InfraFailed as e:
-            self._drop(entry.key)  # an env whose infrastructure failed is not trusted with the next episode
-            return Outcome(job, failure=InfraFailure(entry.key, job.episode_index, job.attempt, e.source, e.error))
-
-    def _drop(self, key: str) -> None:
-        env = self.envs.pop(key, None)
-        try:
-            if env is not None:
-                env.close()
-        except Exception:
-            pass
-
-
-def _make(entry: Entry) -> Any:
-    """The entry's env; a missing package stops the run (retrying cannot install it), other failures are infra."""
-    try:
-        return make_env(entry)
-    except ImportError as e:
-        raise SuiteError(f"cannot make {entry.key}: {e}. Install the package its env family needs (see the "
-                         "optional dependencies in pyproject.toml), or use a suite without it") from None
-    except Exception as e:
-        raise InfraFailed("env", f"could not make {entry.key}: {type(e).__name__}: {e}") from e
-
-
-_PROCESS_WORKER: _Worker | None = None
-
-
-def _play_in_process(job: Job) -> Outcome:
-    assert _PROCESS_WORKER is not None, "worker process used before its initializer ran"
-    return _PROCESS_WORKER.play(job)
-
-
-def _init_process(spec: PolicySpec, entries: tuple[Entry, ...], sampling: SamplingConfig,
-                  build: dict[str, Any]) -> None:
-    global _PROCESS_WORKER
-    _PROCESS_WORKER = _Worker(spec.build(**build), entries, sampling)
-
-
-class _InlineExecutor(Executor):
-    """One worker: play in the calling thread (a lone worker thread would only fight the writer for the GIL)."""
-
-    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future:
-        future: Future = Future()
-        try:
-            future.set_result(fn(*args, **kwargs))
-        except Exception as e:
-            future.set_exception(e)
-        return future
-
-
-class _Pool:
-    """The workers of one run: threads sharing ``shared`` (or each building an env-side policy), or processes.
-
-    ``submit(job)`` returns a future of the job's :class:`Outcome`.
-    """
-
-    def __init__(self, spec: PolicySpec, shared: Any, suite: Suite, options: BenchOptions):
-        sampling = SamplingConfig(**suite.sampling)
-        use_processes = options.pool == "process" or (options.pool == "auto" and spec.env_side and options.workers > 1)
-        build = {"api_key_env": options.api_key_env, "timeout": options.timeout}
-        self._local = threading.local()
-        if use_processes:
-            self.executor: Executor = ProcessPoolExecutor(options.workers, mp_context=get_context("spawn"),
-                                                          initializer=_init_process,
-                                                          initargs=(spec, suite.entries, sampling, build))
-        elif options.workers == 1:
-            self.executor = _InlineExecutor()
-        else:
-            self.executor = ThreadPoolExecutor(options.workers, thread_name_prefix="bench")
-        self._processes = use_processes
-        self._new_worker = lambda: _Worker(shared if shared is not None else spec.build(**build), suite.entries,
-                                           sampling)
-
-    def submit(self, job: Job) -> Future:
-        if self._processes:
-            return self.executor.submit(_play_in_process, job)
-        return self.executor.submit(self._play_in_thread, job)
-
-    def _play_in_thread(self, job: Job) -> Outcome:
-        worker = getattr(self._local, "worker", None)
-        if worker is None:
-            worker = self._local.worker = self._new_worker()
-        return worker.play(job)
-
-    def __enter__(self) -> _Pool:
-        return self
-
-    def __exit__(self, exc_type: Any, *exc: object) -> None:
-        self.executor.shutdown(wait=exc_type is None, cancel_futures=True)

@@ -5,7 +5,12 @@ kill leaves either the whole episode or none of it), unique keys that make a res
 an episode twice, and plain SQL for anyone who wants to query results themselves.
 
 Keys: a run is ``(name, suite, suite_version)``; an episode is unique per
-``(run_id, suite_version, entry, episode_index)``. The ``schema_version`` table says how to read the file;
+``(run_id, suite_version, entry, episode_index)``.
+
+Several processes may write one store at once (runners sharing a run through :mod:`leaderboards.leases`,
+or separate runs): the file is in WAL mode while written, every connection waits up to 30 s for a lock
+(``busy_timeout``), and every write transaction starts with ``BEGIN IMMEDIATE``, so a read-then-write (a
+run created twice, the schema created twice) cannot interleave with another writer's. The ``schema_version`` table says how to read the file;
 a store from a newer agentgym is refused rather than misread. Opening never rewrites an existing file that
 is not a healthy store of ours: it raises :class:`~leaderboards.errors.StoreError` and leaves it as it was.
 """
@@ -141,9 +146,9 @@ class Store:
         self._for_writing()
         found = self.find_run(name, suite.name, suite.version)
         if found is None:
-            with self.db:
+            with self.db:  # OR IGNORE: another runner may have created the same run since the lookup
                 self.db.execute(
-                    "INSERT INTO runs (name, policy, suite, suite_version, suite_fingerprint, suite_json, config_json,"
+                    "INSERT OR IGNORE INTO runs (name, policy, suite, suite_version, suite_fingerprint, suite_json, config_json,"
                     " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     (name, policy, suite.name, suite.version, suite.fingerprint, suite.to_json(),
                      json.dumps(config, sort_keys=True), _now()))
@@ -167,9 +172,22 @@ class Store:
                                (run.id, run.suite_version))
         return {(e, i) for e, i in rows}
 
-    def record_episode(self, run: Run, episode: EpisodeRecord) -> bool:
-        """Write an episode and all its steps in one transaction; ``False`` if it was already there."""
+    def count(self, run: Run) -> int:
+        """How many episodes of ``run`` are stored (by any runner)."""
+        return self.db.execute("SELECT COUNT(*) FROM episodes WHERE run_id = ? AND suite_version = ?",
+                               (run.id, run.suite_version)).fetchone()[0]
+
+    def record_episode(self, run: Run, episode: EpisodeRecord, *, lease_owner: str | None = None) -> bool:
+        """Write an episode and all its steps in one transaction; ``False`` if it was already there.
+
+        With ``lease_owner``, the same transaction deletes that runner's lease on the episode
+        (:mod:`leaderboards.leases`), so an episode is never both stored and leased.
+        """
         with self.db:
+            if lease_owner is not None:
+                self.db.execute("DELETE FROM leases WHERE run_id = ? AND suite_version = ? AND entry = ? AND "
+                                "episode_index = ? AND owner = ?", (run.id, run.suite_version, episode.entry,
+                                                                    episode.episode_index, lease_owner))
             cursor = self.db.execute(
                 "INSERT OR IGNORE INTO episodes (run_id, suite_version, entry, env_id, family, episode_index, task,"
                 " repeat, seed, task_index, won, score, return, steps, invalid_actions, terminated, truncated,"
@@ -188,11 +206,17 @@ class Store:
                   s.prompt_chars, s.latency_s, s.env_s) for s in episode.steps])
         return True
 
-    def record_infra_failure(self, run: Run, failure: InfraFailure) -> None:
+    def record_infra_failure(self, run: Run, failure: InfraFailure) -> int:
+        """Record a failed attempt, numbered among all stored attempts of its episode (by any runner); returns it."""
+        where = (run.id, failure.entry, failure.episode_index)
         with self.db:
-            self.db.execute("INSERT INTO infra_errors (run_id, entry, episode_index, attempt, source, error, at)"
-                            " VALUES (?, ?, ?, ?, ?, ?, ?)", (run.id, failure.entry, failure.episode_index,
-                                                              failure.attempt, failure.source, failure.error[:4000], _now()))
+            cursor = self.db.execute(
+                "INSERT INTO infra_errors (run_id, entry, episode_index, attempt, source, error, at) SELECT ?, ?, ?,"
+                " COUNT(*) + 1, ?, ?, ? FROM infra_errors WHERE run_id = ? AND entry = ? AND episode_index = ?",
+                (*where, failure.source, failure.error[:4000], _now(), *where))
+            failure.attempt = self.db.execute("SELECT attempt FROM infra_errors WHERE id = ?",
+                                              (cursor.lastrowid,)).fetchone()[0]
+        return failure.attempt
 
     def episode_rows(self, run: Run) -> list[sqlite3.Row]:
         return list(self.db.execute("SELECT * FROM episodes WHERE run_id = ? ORDER BY entry, episode_index", (run.id,)))
@@ -217,6 +241,8 @@ class Store:
         try:
             with copy:
                 copy.execute("DELETE FROM steps")
+                copy.execute("DROP TABLE IF EXISTS leases")  # who was playing what: meaningless in a copy
+                copy.execute("DROP TABLE IF EXISTS runners")
             copy.execute("PRAGMA journal_mode=DELETE")
             copy.execute("VACUUM")
         finally:
@@ -227,6 +253,7 @@ class Store:
         """Close, folding the write-ahead log back into the one file (skipped if another reader holds it)."""
         if self._wal:
             try:
+                self.db.execute("PRAGMA busy_timeout = 0")  # another runner still has it open: leave it in WAL
                 self.db.execute("PRAGMA journal_mode=DELETE")
             except sqlite3.OperationalError:
                 pass
@@ -251,7 +278,7 @@ def open_store(path: str | Path, *, create: bool = True) -> Store:
     else:
         _check_header(path)
     try:
-        db = sqlite3.connect(str(path), timeout=30.0, check_same_thread=False)
+        db = sqlite3.connect(str(path), timeout=30.0, isolation_level="IMMEDIATE", check_same_thread=False)
         db.row_factory = sqlite3.Row
         _check_health(db, path)
         _ensure_schema(db, path)
@@ -291,12 +318,17 @@ def _check_health(db: sqlite3.Connection, path: Path) -> None:
 
 
 def _ensure_schema(db: sqlite3.Connection, path: Path) -> None:
-    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    tables = _tables(db)
     if not tables:
-        with db:
-            db.executescript(SCHEMA)
-            db.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
-        return
+        with db:  # created under the write lock, after looking again: another runner may just have done it
+            db.execute("BEGIN IMMEDIATE")
+            tables = _tables(db)
+            if not tables:
+                for statement in filter(str.strip, SCHEMA.split(";")):
+                    db.execute(statement)
+                db.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
+        if not tables:
+            return
     if "schema_version" not in tables:
         raise StoreError(f"{path} is an SQLite file but not an agentgym results store (no schema_version table; "
                          f"it has {', '.join(sorted(tables))}); it was left as it is. Pass --store NEW_PATH.")
@@ -307,6 +339,10 @@ def _ensure_schema(db: sqlite3.Connection, path: Path) -> None:
         what = "a newer agentgym; upgrade to read it" if newer else "an unknown version"
         raise StoreError(f"{path} has results-store schema version {version}, written by {what} "
                          f"(this agentgym reads version {SCHEMA_VERSION}); it was left as it is.")
+
+
+def _tables(db: sqlite3.Connection) -> set[str]:
+    return {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
 
 
 def _check_same(run: Run, policy: str, suite: Suite) -> None:

@@ -21,6 +21,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-attempts", type=int, default=3, help="tries per episode on infrastructure failures")
     parser.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per HTTP request")
+    parser.add_argument("--lease-s", type=float, default=60.0,
+                        help="seconds an episode stays reserved for this runner without a heartbeat; other runners "
+                             "sharing the store redo a crashed runner's episodes after this (same host: at once)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
 
 
@@ -32,7 +35,8 @@ def run(args: argparse.Namespace) -> int:
     store = args.store or default_store_path()
     try:
         options = BenchOptions(workers=args.workers, pool=args.pool, run_name=args.run, max_attempts=args.max_attempts,
-                               api_key_env=args.api_key_env, timeout=args.timeout, progress=not args.quiet)
+                               api_key_env=args.api_key_env, timeout=args.timeout, progress=not args.quiet,
+                               lease_s=args.lease_s)
     except ValueError as e:
         print(f"agentgym bench: error: {e}", file=sys.stderr)
         return 2
@@ -45,10 +49,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"\nagentgym bench: interrupted; finished episodes are in {store}; rerun the same command to resume.",
               file=sys.stderr)
         return 130
-    stored = summary.already_stored + summary.played
-    print(f"run {summary.run.name!r} on {summary.run.suite} v{summary.run.suite_version}: {stored}/{summary.planned} "
-          f"episodes stored ({summary.played} played now in {summary.wall_s:.1f} s, {summary.infra_failures} "
-          f"infrastructure failure(s)) in {store}")
+    others = summary.stored - summary.already_stored - summary.played  # stored meanwhile by other runners
+    print(f"run {summary.run.name!r} on {summary.run.suite} v{summary.run.suite_version}: {summary.stored}/"
+          f"{summary.planned} episodes stored ({summary.played} played now in {summary.wall_s:.1f} s"
+          f"{f', {others} by other runners' if others > 0 else ''}, {summary.infra_failures} infrastructure "
+          f"failure(s)) in {store}")
     if summary.gave_up:
         print(f"{len(summary.gave_up)} episode(s) still unscored after repeated infrastructure failures (see the "
               "infra_errors table); rerun the same command to retry them.", file=sys.stderr)

@@ -98,3 +98,42 @@ if FLAKY_ID not in gymnasium.registry:
 def flaky_attempts() -> dict[tuple[str, int], int]:
     FlakyEnv.attempts.clear()
     return FlakyEnv.attempts
+
+
+class SleepyEnv(TextEnv):
+    """Say ``win`` to win, ``wait`` to wait; each step sleeps ``delay`` seconds (slow without using the CPU).
+
+    For tests that need a run to last while something else happens (a second runner, a kill), on a loaded
+    2-core machine: sleeping costs no CPU, so the timing barely depends on the load.
+    """
+
+    system_prompt = "Reply wait or win."
+
+    def __init__(self, delay: float = 0.05, length: int = 4, render_mode: str | None = None):
+        super().__init__(render_mode=render_mode)
+        self.delay, self.length, self.t = delay, length, 0
+
+    def _reset(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        self.t = 0
+        return "Wait, then win.", {"instruction": "Win after waiting."}
+
+    def _step(self, action: str) -> Step:
+        import time
+
+        time.sleep(self.delay)
+        self.t += 1
+        if action not in ("wait", "win"):
+            raise InvalidAction("say wait or win")
+        done = action == "win" and self.t >= self.length
+        return Step("Won." if done else "Waited.", reward=float(done), terminated=done, won=done)
+
+    def valid_actions(self) -> list[str]:
+        return ["wait", "win"]
+
+    def expert_action(self) -> str:
+        return "win" if self.t + 1 >= self.length else "wait"
+
+
+SLEEPY_ID = "agentgym/TestSleepy-v0"
+if SLEEPY_ID not in gymnasium.registry:
+    gymnasium.register(SLEEPY_ID, entry_point=SleepyEnv, max_episode_steps=10)
