@@ -221,3 +221,55 @@ def test_runners_opening_a_new_store_at_the_same_moment_do_not_collide(tmp_path)
 def test_a_lease_must_last(bad):
     with pytest.raises(ValueError, match="lease_s and progress_s must be > 0"):
         BenchOptions(lease_s=bad)
+
+
+TIED_CHILD = """
+import sys, time
+from leaderboards import lifeline
+if sys.argv[1] == "watchdog":
+    lifeline._ask_kernel_to_kill_me_with_parent = lambda: False
+else:
+    lifeline._watch = lambda parent_pid: None
+lifeline.tie_to_parent(int(sys.argv[2]))
+print("tied", flush=True)
+time.sleep(60)
+"""
+PARENT = """
+import os, subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", sys.argv[1], sys.argv[2], str(os.getpid())], stdout=subprocess.PIPE, text=True)
+assert child.stdout.readline() == "tied\\n"
+print(child.pid, flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize("layer", ["kernel", "watchdog"])
+def test_each_layer_alone_takes_a_worker_down_with_its_runner(layer):
+    """The parent-death signal, and (where there is none) the watchdog thread, each suffice on their own."""
+    parent = subprocess.Popen([sys.executable, "-c", PARENT, TIED_CHILD, layer], cwd=REPO, start_new_session=True,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        child = psutil.Process(int(parent.stdout.readline()))
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait()
+        gone, alive = psutil.wait_procs([child], timeout=3)
+        assert alive == [], f"the {layer} layer left the worker running"
+    finally:
+        _cleanup(parent)
+
+
+def test_ctrl_c_stops_the_runner_and_its_workers_without_worker_tracebacks(tmp_path):
+    suite, store = write_suite(tmp_path / "s.yaml", SUITE, name="ctrlc"), tmp_path / "r.sqlite"
+    runner = _start(suite, store, "--workers", "3", "--pool", "process")
+    try:
+        _wait_for(lambda: _stored(store) >= 3)
+        children = psutil.Process(runner.pid).children(recursive=True)
+        os.killpg(runner.pid, signal.SIGINT)  # what the terminal sends to the whole foreground group
+        _, err = runner.communicate(timeout=20)
+        gone, alive = psutil.wait_procs(children, timeout=5)
+    finally:
+        _cleanup(runner)
+    assert alive == [] and "KeyboardInterrupt" in err
+    assert "SpawnProcess" not in err and err.count("Traceback") == 1, err  # the runner's own, not one per worker
+    with sqlite3.connect(store) as db:
+        assert db.execute("SELECT COUNT(*) FROM leases").fetchone()[0] == 0  # handed back on the way out
