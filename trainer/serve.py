@@ -1,10 +1,13 @@
 """A small OpenAI-compatible HTTP server that exposes any :class:`~trainer.policy.Policy`.
 
-``POST /v1/chat/completions`` and ``GET /v1/models`` (plus ``GET /health``), on 127.0.0.1 by default, with
-the standard library's ``ThreadingHTTPServer``. It exists so that the HTTP evaluation path is tested against
-a real server, and so that a local model (the tiny policy, a Hugging Face directory) can be evaluated by
-anything that speaks the OpenAI API. It is not a production server: one policy call at a time (the lock
-keeps non-thread-safe policies safe), no streaming, ``n = 1``.
+``POST /v1/chat/completions`` and ``GET /v1/models`` (plus ``GET /health``), on 127.0.0.1 by default, built
+on :mod:`agentgym_envs.core.httpd` (its guarantees: API key checked before any body is read, bodies of at most
+``MAX_BODY_BYTES`` with a valid ``Content-Length``, a thread cap answered 503, idle and read timeouts, client
+mistakes answered 4xx; a non-loopback ``--host`` needs ``--allow-remote`` and ``--api-key-env``). It exists so
+that the HTTP evaluation path is tested against a real server, and so that a local model (the tiny policy, a
+Hugging Face directory) can be evaluated by anything that speaks the OpenAI API. It is not a production
+server: one policy call at a time (the lock keeps non-thread-safe policies safe), no streaming, ``n = 1``.
+HTTP 500 means the policy (or this server) failed; anything the client got wrong is a 4xx.
 
     python -m trainer.serve --tiny --port 8000          # the embedded tiny policy
     python -m trainer.serve --hf ./my-model --port 8000
@@ -16,18 +19,24 @@ The first line printed is ``serving <model> at http://<host>:<port>/v1`` (with `
 from __future__ import annotations
 
 import argparse
-import json
+import math
 import threading
 import time
 import uuid
 from collections.abc import Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from agentgym_envs.core.httpd import (BindRefused, HardenedHandler, HardenedHTTPServer, HTTPRequestError,
+                                      ServerLimits, add_bind_arguments, bind_settings)
 
 from .policy import Completion, Message, Policy, SamplingConfig, TokenPolicy
 
 MAX_BODY_BYTES = 8 << 20
 DEFAULT_MAX_TOKENS = 256
+MAX_TOKENS_LIMIT = 8192
+MAX_MESSAGES = 4096
+MAX_STOP = 4
 
 
 class ScriptedReplyPolicy:
@@ -46,39 +55,45 @@ class ScriptedReplyPolicy:
                 for chat in batch]
 
 
-class PolicyServer(ThreadingHTTPServer):
+class PolicyServer(HardenedHTTPServer):
     """Serves ``policy`` under ``model_name``; ``url`` is the API root (``…/v1``).
 
-    With ``api_key`` set, requests must carry ``Authorization: Bearer <api_key>`` (else HTTP 401).
+    With ``api_key`` set, requests must carry ``Authorization: Bearer <api_key>`` (else HTTP 401, answered
+    from the headers before any body is read). Binding beyond loopback needs ``allow_remote=True`` and an
+    ``api_key``. ``limits`` bound bodies, threads and timeouts (:mod:`agentgym_envs.core.httpd`);
+    ``max_tokens_limit`` bounds ``max_tokens``, and a token policy's prompt plus ``max_tokens`` must fit
+    the model's context (``max_position_embeddings``), else HTTP 400.
     """
 
-    daemon_threads = True
-
     def __init__(self, policy: Policy, *, model_name: str = "agentgym", host: str = "127.0.0.1", port: int = 0,
-                 api_key: str | None = None, verbose: bool = False):
-        super().__init__((host, port), _Handler)
+                 api_key: str | None = None, allow_remote: bool = False, verbose: bool = False,
+                 limits: ServerLimits | None = None, max_tokens_limit: int = MAX_TOKENS_LIMIT):
+        super().__init__((host, port), _Handler, what="policy server", api_key=api_key, allow_remote=allow_remote,
+                         limits=limits or ServerLimits(max_body_bytes=MAX_BODY_BYTES))
         self.policy, self.model_name, self.verbose = policy, model_name, verbose
-        self.api_key = api_key
+        self.max_tokens_limit = max_tokens_limit
         self.lock = threading.Lock()
 
     @property
     def url(self) -> str:
         host, port = self.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"http://{'[' + host + ']' if ':' in str(host) else host}:{port}/v1"
 
     def start(self) -> threading.Thread:
-        """Serve in a daemon thread (tests); stop with ``shutdown()`` then ``server_close()``."""
-        thread = threading.Thread(target=self.serve_forever, name="policy-server", daemon=True)
-        thread.start()
-        return thread
+        """Serve in a daemon thread (tests); stop with ``shutdown()`` then ``server_close()`` (or ``close()``)."""
+        return self.serve_in_thread("policy-server")
 
     def complete(self, request: dict[str, Any]) -> dict[str, Any]:
-        """The chat-completion response body for a validated request body."""
+        """The chat-completion response body for a request body (a 4xx :class:`HTTPRequestError` if invalid)."""
         messages = _messages(request.get("messages"))
-        sampling = _sampling(request)
+        sampling = _sampling(request, self.max_tokens_limit)
         with self.lock:
-            completion = self.policy.act([messages], sampling=sampling)[0]
             prompt_tokens = _prompt_tokens(self.policy, messages)
+            _check_context(self.policy, prompt_tokens, sampling.max_new_tokens)
+            try:
+                completion = self.policy.act([messages], sampling=sampling)[0]
+            except Exception as e:  # the policy itself failed: our machinery, so a 500 that says what broke
+                raise HTTPRequestError(500, f"the policy failed: {type(e).__name__}: {e}", "server_error") from e
         return {
             "id": f"chatcmpl-{uuid.uuid4().hex[:24]}", "object": "chat.completion", "created": int(time.time()),
             "model": self.model_name,
@@ -89,113 +104,104 @@ class PolicyServer(ThreadingHTTPServer):
         }
 
 
-class RequestError(ValueError):
-    """A bad request: answered with HTTP ``status`` and an OpenAI-style error body."""
-
-    def __init__(self, message: str, status: int = 400, code: str = "invalid_request_error"):
-        super().__init__(message)
-        self.status, self.code = status, code
+#: The old name of the client-error type; it is the shared server's now.
+RequestError = HTTPRequestError
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(HardenedHandler):
     server: PolicyServer
-    protocol_version = "HTTP/1.1"
 
-    def do_GET(self) -> None:
+    def respond(self, method: str) -> None:
         path = self.path.split("?")[0].rstrip("/")
-        if not self._authorised():
-            return
-        if path == "/v1/models":
-            data = [{"id": self.server.model_name, "object": "model", "created": 0, "owned_by": "agentgym"}]
-            self._send(200, {"object": "list", "data": data})
-        elif path == "/health":
-            self._send(200, {"status": "ok"})
-        else:
-            self._error(RequestError(f"no route GET {path}; try /v1/models", 404, "not_found"))
+        self.route(method, path, {"/v1/models": {"GET": self._models}, "/health": {"GET": self._health},
+                                  "/v1/chat/completions": {"POST": self._chat}})
 
-    def do_POST(self) -> None:
-        path = self.path.split("?")[0].rstrip("/")
-        if not self._authorised():
-            return
-        try:
-            if path != "/v1/chat/completions":
-                raise RequestError(f"no route POST {path}; the API is POST /v1/chat/completions", 404, "not_found")
-            request = self._body()
-            if request.get("model") != self.server.model_name:
-                raise RequestError(f"model {request.get('model')!r} is not served here; use "
-                                   f"{self.server.model_name!r}", 404, "model_not_found")
-            self._send(200, self.server.complete(request))
-        except RequestError as e:
-            self._error(e)
-        except Exception as e:  # the policy failed: a server error, reported to the client
-            self._error(RequestError(f"the policy failed: {type(e).__name__}: {e}", 500, "server_error"))
+    def _models(self) -> None:
+        data = [{"id": self.server.model_name, "object": "model", "created": 0, "owned_by": "agentgym"}]
+        self.send_json(200, {"object": "list", "data": data})
 
-    def _authorised(self) -> bool:
-        key = self.server.api_key
-        if key is None or self.headers.get("Authorization") == f"Bearer {key}":
-            return True
-        if self.command == "POST":  # keep the connection usable: read the body we are refusing
-            self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        self._error(RequestError("missing or wrong API key", 401, "invalid_api_key"))
-        return False
+    def _health(self) -> None:
+        self.send_json(200, {"status": "ok"})
 
-    def _body(self) -> dict[str, Any]:
-        length = int(self.headers.get("Content-Length") or 0)
-        if length > MAX_BODY_BYTES:
-            raise RequestError(f"request body of {length} bytes exceeds {MAX_BODY_BYTES}", 413)
-        try:
-            body = json.loads(self.rfile.read(length) or b"null")
-        except ValueError:
-            raise RequestError("the request body is not valid JSON") from None
-        if not isinstance(body, dict):
-            raise RequestError("expected a JSON object with 'model' and 'messages'")
-        if body.get("stream"):
-            raise RequestError("streaming is not supported by this server; send stream=false")
-        if body.get("n", 1) != 1:
-            raise RequestError("only n=1 is supported")
-        return body
+    def _chat(self) -> None:
+        request = self.read_json()
+        if not isinstance(request, dict):
+            raise HTTPRequestError(400, f"expected a JSON object with 'model' and 'messages', got {type(request).__name__}")
+        if request.get("model") != self.server.model_name:
+            raise HTTPRequestError(404, f"model {str(request.get('model'))[:100]!r} is not served here; use "
+                                   f"{self.server.model_name!r}", "model_not_found")
+        if request.get("stream"):
+            raise HTTPRequestError(400, "streaming is not supported by this server; send stream=false")
+        if request.get("n", 1) != 1 or isinstance(request.get("n"), bool):
+            raise HTTPRequestError(400, f"only n=1 is supported, got n={str(request.get('n'))[:20]}")
+        self.send_json(200, self.server.complete(request))
 
-    def _send(self, status: int, body: dict[str, Any]) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def _error(self, e: RequestError) -> None:
-        self._send(e.status, {"error": {"message": str(e), "type": "invalid_request_error", "code": e.code}})
-
-    def log_message(self, format: str, *args: Any) -> None:
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (http.server's signature)
         if self.server.verbose:
-            super().log_message(format, *args)
+            BaseHTTPRequestHandler.log_message(self, format, *args)
 
 
 def _messages(value: Any) -> list[Message]:
     if not isinstance(value, list) or not value:
-        raise RequestError("'messages' must be a non-empty list of {role, content} objects")
+        raise HTTPRequestError(400, "'messages' must be a non-empty list of {role, content} objects")
+    if len(value) > MAX_MESSAGES:
+        raise HTTPRequestError(400, f"expected at most {MAX_MESSAGES} messages, got {len(value)}")
     out: list[Message] = []
     for m in value:
         if not isinstance(m, dict) or m.get("role") not in ("system", "user", "assistant"):
-            raise RequestError(f"each message needs a role of system, user or assistant; got {str(m)[:80]}")
-        content = m.get("content") or ""
-        if isinstance(content, list):  # content parts: keep the text ones
-            content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
-        if not isinstance(content, str):
-            raise RequestError("message content must be a string or a list of text parts")
-        out.append(Message(role=m["role"], content=content))
+            raise HTTPRequestError(400, f"each message needs a role of system, user or assistant; got {str(m)[:80]}")
+        out.append(Message(role=m["role"], content=_content(m.get("content"))))
     return out
 
 
-def _sampling(request: dict[str, Any]) -> SamplingConfig:
+def _content(content: Any) -> str:
+    """A message's text: a string, or the text parts of a content-part list (OpenAI's two shapes)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and all(isinstance(p, dict) and isinstance(p.get("text", ""), str) for p in content):
+        return "".join(p.get("text", "") for p in content)
+    raise HTTPRequestError(400, f"message content must be a string or a list of {{type, text}} parts, got "
+                           f"{str(content)[:80]}")
+
+
+def _number(request: dict[str, Any], name: str, default: float) -> float:
+    value = request.get(name, default)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise HTTPRequestError(400, f"'{name}' must be a finite number, got {str(value)[:40]}")
+    return float(value)
+
+
+def _sampling(request: dict[str, Any], max_tokens_limit: int) -> SamplingConfig:
+    max_tokens = request.get("max_tokens") or request.get("max_completion_tokens") or DEFAULT_MAX_TOKENS
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or not 1 <= max_tokens <= max_tokens_limit:
+        raise HTTPRequestError(400, f"'max_tokens' must be an int in 1..{max_tokens_limit} (this server's limit), "
+                               f"got {str(max_tokens)[:40]}")
     stop = request.get("stop") or ()
+    stop = (stop,) if isinstance(stop, str) else stop
+    if not isinstance(stop, list | tuple) or len(stop) > MAX_STOP or not all(isinstance(s, str) and s for s in stop):
+        raise HTTPRequestError(400, f"'stop' must be a string or a list of at most {MAX_STOP} non-empty strings, "
+                               f"got {str(stop)[:80]}")
+    seed = request.get("seed", 0)
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not -(1 << 63) <= seed < 1 << 64):
+        raise HTTPRequestError(400, f"'seed' must be a 64-bit integer or null, got {str(seed)[:40]}")
     try:
-        return SamplingConfig(
-            temperature=float(request.get("temperature", 1.0)), top_p=float(request.get("top_p", 1.0)),
-            max_new_tokens=int(request.get("max_tokens") or request.get("max_completion_tokens") or DEFAULT_MAX_TOKENS),
-            stop=(stop,) if isinstance(stop, str) else tuple(stop), seed=request.get("seed", 0))
-    except (TypeError, ValueError) as e:
-        raise RequestError(f"bad sampling parameters: {e}") from None
+        return SamplingConfig(temperature=_number(request, "temperature", 1.0), top_p=_number(request, "top_p", 1.0),
+                              max_new_tokens=max_tokens, stop=tuple(stop), seed=seed)
+    except ValueError as e:
+        raise HTTPRequestError(400, f"bad sampling parameters: {e}") from None
+
+
+def _check_context(policy: Policy, prompt_tokens: int, max_tokens: int) -> None:
+    """A prompt the model cannot read is the client's mistake (400), not a policy failure (500)."""
+    config = getattr(getattr(policy, "model", None), "config", None)
+    context = getattr(config, "max_position_embeddings", None)
+    if isinstance(context, int) and prompt_tokens + max_tokens > context:
+        raise HTTPRequestError(400, f"the prompt is {prompt_tokens} tokens and max_tokens {max_tokens}; together "
+                               f"they exceed the model's context of {context} tokens", "context_length_exceeded")
 
 
 def _prompt_tokens(policy: Policy, messages: list[Message]) -> int:
@@ -230,24 +236,21 @@ def main(argv: list[str] | None = None) -> int:
     which.add_argument("--tiny", action="store_true", help="serve the embedded tiny policy (built locally, cached)")
     which.add_argument("--hf", metavar="DIR", help="serve a local Hugging Face model directory")
     which.add_argument("--reply", action="append", metavar="TEXT", help="serve a scripted policy cycling these replies")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000, help="0 lets the OS choose (printed on the first line)")
+    add_bind_arguments(parser, port=8000)
     parser.add_argument("--model-name", default=None, help="the name clients must send (default: from the model)")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
-    parser.add_argument("--api-key-env", default=None, metavar="VAR",
-                        help="require the key held in this environment variable (default: no key)")
+    parser.add_argument("--max-tokens-limit", type=int, default=MAX_TOKENS_LIMIT,
+                        help=f"largest max_tokens a request may ask for (default {MAX_TOKENS_LIMIT})")
     parser.add_argument("--verbose", action="store_true", help="log every request")
     args = parser.parse_args(argv)
+    api_key = bind_settings(parser, args, what="policy server")  # before loading a model: fail fast
     policy, name = load_policy(args)
-    api_key = None
-    if args.api_key_env:
-        import os
-
-        api_key = os.environ.get(args.api_key_env)
-        if not api_key:
-            parser.error(f"--api-key-env names {args.api_key_env}, which is not set")
-    server = PolicyServer(policy, model_name=args.model_name or name, host=args.host, port=args.port,
-                          api_key=api_key, verbose=args.verbose)
+    try:
+        server = PolicyServer(policy, model_name=args.model_name or name, host=args.host, port=args.port,
+                              api_key=api_key, allow_remote=args.allow_remote, verbose=args.verbose,
+                              max_tokens_limit=args.max_tokens_limit)
+    except (BindRefused, OSError) as e:
+        parser.error(f"cannot listen on {args.host}:{args.port}: {e}")
     print(f"serving {server.model_name} at {server.url}", flush=True)
     try:
         server.serve_forever()

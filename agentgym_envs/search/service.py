@@ -8,7 +8,11 @@ The wire format is Search-R1's retrieval server's, so either side interoperates 
                       "score": 12.3}, ...]]}
     GET /health     -> {"status": "ok", "passages": N}
 
-The server is the standard library's ``ThreadingHTTPServer`` bound to 127.0.0.1 (a free port by default).
+The server is :mod:`agentgym_envs.core.httpd`'s hardened ``ThreadingHTTPServer`` bound to 127.0.0.1 (a free port
+by default): a non-loopback ``--host`` needs ``--allow-remote`` and ``--api-key-env``; bodies are at most
+``MAX_REQUEST_BYTES``; one request asks for at most ``MAX_QUERIES`` queries, ``MAX_TOPK`` per query and
+``MAX_RESULTS`` results in all, and is answered with at most ``MAX_RESPONSE_BYTES`` (413 naming the limit
+beyond); malformed requests are 4xx ``{"error": "...", "code": "..."}``, and 500 means the index failed.
 The client (:class:`RemoteRetriever`) raises :class:`~agentgym_envs.core.errors.InfraError` when the
 service is unreachable, slow or answers garbage; the env reports that as ``info["infra_error"]`` and the
 agent is never blamed. Run a shared server from the command line:
@@ -21,42 +25,58 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import os
 import threading
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from ..core.errors import InfraError
+from ..core.httpd import (HardenedHandler, HardenedHTTPServer, HTTPRequestError, ServerLimits, add_bind_arguments,
+                          bind_settings)
 from .retrieval import Document, Retriever
 
 #: Largest request body the server reads (bounds memory per request).
 MAX_REQUEST_BYTES = 1 << 20
 MAX_TOPK = 100
+#: Most queries in one request; Search-R1 batches one query per active rollout, so a few thousand is normal.
+MAX_QUERIES = 4096
+#: Most results (queries x topk) in one request: 4,000 queries x topk 100 would be a 200 MB answer.
+MAX_RESULTS = 20_000
+#: Largest answer the server sends; a corpus of long passages reaches it before ``MAX_RESULTS`` does.
+MAX_RESPONSE_BYTES = 32 << 20
+API_KEY_ENV = "AGENTGYM_SEARCH_API_KEY"
 
 
 class RetrievalService:
-    """Serve ``retriever`` over HTTP in a background thread; use as a context manager or call ``close``."""
+    """Serve ``retriever`` over HTTP in a background thread; use as a context manager or call ``close``.
 
-    def __init__(self, retriever: Retriever, *, host: str = "127.0.0.1", port: int = 0, passages: int | None = None):
-        self.retriever = retriever
-        handler = type("Handler", (_Handler,), {"service": self})
-        self.server = ThreadingHTTPServer((host, port), handler)
-        self.server.daemon_threads = True
-        self.passages = passages
-        self._thread = threading.Thread(target=self.server.serve_forever, name="search-retrieve", daemon=True)
-        self._thread.start()
+    Loopback only unless ``allow_remote=True`` with an ``api_key``; ``limits`` bound bodies, threads and
+    timeouts (:mod:`agentgym_envs.core.httpd`); ``max_queries``, ``max_results`` (queries x topk) and
+    ``max_response_bytes`` bound one request's fan-out, each refused with HTTP 413 naming the limit.
+    """
+
+    def __init__(self, retriever: Retriever, *, host: str = "127.0.0.1", port: int = 0, passages: int | None = None,
+                 api_key: str | None = None, allow_remote: bool = False, limits: ServerLimits | None = None,
+                 max_queries: int = MAX_QUERIES, max_results: int = MAX_RESULTS,
+                 max_response_bytes: int = MAX_RESPONSE_BYTES):
+        self.retriever, self.passages = retriever, passages
+        self.max_queries, self.max_results, self.max_response_bytes = max_queries, max_results, max_response_bytes
+        self.server = HardenedHTTPServer((host, port), _Handler, what="search service", api_key=api_key,
+                                         allow_remote=allow_remote,
+                                         limits=limits or ServerLimits(max_body_bytes=MAX_REQUEST_BYTES))
+        self.server.service = self  # type: ignore[attr-defined]
+        self._thread = self.server.serve_in_thread("search-retrieve")
 
     @property
     def url(self) -> str:
         """The ``/retrieve`` endpoint, e.g. ``http://127.0.0.1:41237/retrieve``."""
         host, port = self.server.server_address[:2]
-        return f"http://{host}:{port}/retrieve"
+        return f"http://{'[' + host + ']' if ':' in str(host) else host}:{port}/retrieve"
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.server.close()
         self._thread.join(timeout=5)
 
     def __enter__(self) -> RetrievalService:
@@ -65,54 +85,53 @@ class RetrievalService:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
+    def answer(self, body: Any) -> bytes:
+        """The encoded answer to a ``/retrieve`` body, or an :class:`HTTPRequestError` naming what is wrong."""
+        queries, topk = self._request(body)
+        results = self.retriever.search_batch(queries, topk)
+        data = json.dumps({"result": [[_wire(d) for d in docs] for docs in results]}, ensure_ascii=False).encode()
+        if len(data) > self.max_response_bytes:
+            raise HTTPRequestError(413, f"the answer would be {len(data):,} bytes, over this service's limit of "
+                                   f"{self.max_response_bytes:,} (max_response_bytes); ask for fewer queries or a "
+                                   "smaller topk", "response_too_large")
+        return data
 
-class _Handler(BaseHTTPRequestHandler):
-    service: RetrievalService
-
-    def do_GET(self) -> None:  # noqa: N802 (the http.server naming)
-        if self.path.rstrip("/") == "/health":
-            self._reply(200, {"status": "ok", "passages": self.service.passages})
-        else:
-            self._reply(404, {"error": f"unknown path {self.path!r}; use POST /retrieve or GET /health"})
-
-    def do_POST(self) -> None:  # noqa: N802
-        if self.path.rstrip("/") != "/retrieve":
-            self._reply(404, {"error": f"unknown path {self.path!r}; use POST /retrieve"})
-            return
-        try:
-            queries, topk = self._request()
-        except ValueError as e:
-            self._reply(400, {"error": str(e)})
-            return
-        results = self.service.retriever.search_batch(queries, topk)
-        self._reply(200, {"result": [[_wire(d) for d in docs] for docs in results]})
-
-    def _request(self) -> tuple[list[str], int]:
-        length = int(self.headers.get("Content-Length") or 0)
-        if not 0 < length <= MAX_REQUEST_BYTES:
-            raise ValueError(f"expected a JSON body of 1..{MAX_REQUEST_BYTES} bytes, got {length}")
-        try:
-            body = json.loads(self.rfile.read(length))
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise ValueError(f"the body is not JSON ({e})") from None
+    def _request(self, body: Any) -> tuple[list[str], int]:
         queries = body.get("queries") if isinstance(body, dict) else None
         if not isinstance(queries, list) or not all(isinstance(q, str) for q in queries):
-            raise ValueError('expected {"queries": [str, ...], "topk": int}')
+            raise HTTPRequestError(400, 'expected {"queries": [str, ...], "topk": int}, got '
+                                   f"{json.dumps(body)[:100]}")
         topk = body.get("topk", 3)
-        if not isinstance(topk, int) or not 1 <= topk <= MAX_TOPK:
-            raise ValueError(f"topk must be an int in 1..{MAX_TOPK}, got {topk!r}")
+        if isinstance(topk, bool) or not isinstance(topk, int) or not 1 <= topk <= MAX_TOPK:
+            raise HTTPRequestError(400, f"topk must be an int in 1..{MAX_TOPK}, got {str(topk)[:40]}")
+        if len(queries) > self.max_queries:
+            raise HTTPRequestError(413, f"{len(queries):,} queries in one request exceed this service's limit of "
+                                   f"{self.max_queries:,} (max_queries); send smaller batches", "too_many_queries")
+        if len(queries) * topk > self.max_results:
+            raise HTTPRequestError(413, f"{len(queries):,} queries x topk {topk} = {len(queries) * topk:,} results "
+                                   f"exceed this service's limit of {self.max_results:,} per request (max_results); "
+                                   "send smaller batches or a smaller topk", "too_many_results")
         return queries, topk
 
-    def _reply(self, status: int, payload: dict) -> None:
-        data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
 
-    def log_message(self, format: str, *args: Any) -> None:  # keep test and worker logs quiet
-        pass
+class _Handler(HardenedHandler):
+    server: HardenedHTTPServer
+
+    def respond(self, method: str) -> None:
+        self.route(method, self.path.split("?")[0].rstrip("/") or "/",
+                   {"/retrieve": {"POST": self._retrieve}, "/health": {"GET": self._health}})
+
+    @classmethod
+    def error_body(cls, status: int, message: str, code: str) -> tuple[str, bytes]:
+        """Search-R1's servers answer errors as ``{"error": "..."}``; so do we, with a code beside it."""
+        return "application/json", json.dumps({"error": message, "code": code}).encode("utf-8")
+
+    def _health(self) -> None:
+        self.send_json(200, {"status": "ok", "passages": self.server.service.passages})  # type: ignore[attr-defined]
+
+    def _retrieve(self) -> None:
+        data = self.server.service.answer(self.read_json())  # type: ignore[attr-defined]
+        self.send_bytes(200, "application/json", data)
 
 
 def _wire(document: Document) -> dict[str, Any]:
@@ -122,20 +141,28 @@ def _wire(document: Document) -> dict[str, Any]:
 
 
 class RemoteRetriever:
-    """A client of a ``/retrieve`` service (ours or Search-R1's); failures raise ``InfraError``."""
+    """A client of a ``/retrieve`` service (ours or Search-R1's); failures raise ``InfraError``.
 
-    def __init__(self, url: str, *, timeout: float = 10.0):
+    ``api_key`` (default: the ``AGENTGYM_SEARCH_API_KEY`` environment variable, if set) is sent as
+    ``Authorization: Bearer <key>``, for a service started with ``--api-key-env``.
+    """
+
+    def __init__(self, url: str, *, timeout: float = 10.0, api_key: str | None = None):
         if not url.startswith(("http://", "https://")):
             raise ValueError(f"retriever_url must be an http(s) URL such as http://127.0.0.1:8000/retrieve, "
                              f"got {url!r}")
         self.url, self.timeout = url, timeout
+        self.api_key = api_key if api_key is not None else os.environ.get(API_KEY_ENV) or None
 
     def search(self, query: str, k: int) -> list[Document]:
         return self.search_batch([query], k)[0]
 
     def search_batch(self, queries: Sequence[str], k: int) -> list[list[Document]]:
         body = json.dumps({"queries": list(queries), "topk": k, "return_scores": True}).encode("utf-8")
-        request = urllib.request.Request(self.url, data=body, headers={"Content-Type": "application/json"})
+        headers = {"Content-Type": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        request = urllib.request.Request(self.url, data=body, headers=headers)
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
                 payload = json.loads(response.read())
@@ -169,13 +196,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--size", default="small", help="tiny, small, medium, large or an entity count")
     parser.add_argument("--corpus", default=None, help="serve a jsonl corpus instead of a generated world")
     parser.add_argument("--retriever", default="bm25", choices=("bm25", "dense", "dense-faiss"))
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000)
+    add_bind_arguments(parser, port=8000)
     args = parser.parse_args(argv)
+    api_key = bind_settings(parser, args, what="search service")  # before building an index: fail fast
     size = int(args.size) if args.size.isdigit() else args.size
     data = load_dataset(world_seed=args.seed, world_size=size, corpus_path=args.corpus)
-    service = RetrievalService(build_retriever(data, args.retriever), host=args.host, port=args.port,
-                               passages=len(data.corpus))
+    try:
+        service = RetrievalService(build_retriever(data, args.retriever), host=args.host, port=args.port,
+                                   passages=len(data.corpus), api_key=api_key, allow_remote=args.allow_remote)
+    except OSError as e:
+        parser.error(f"cannot listen on {args.host}:{args.port}: {e}")
     print(f"serving {len(data.corpus):,} passages at {service.url}", flush=True)
     try:
         threading.Event().wait()

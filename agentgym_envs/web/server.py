@@ -7,7 +7,10 @@ session on a task and redirects to its search page; everything else is under ``/
 :mod:`.html_view`). Only the purchase is a ``POST``.
 
 The server binds to a loopback address on a free port by default and refuses any other address unless
-``allow_remote=True``: it is an environment for agents, not a public site.
+``allow_remote=True`` (``--allow-remote``) *and* an API key (``--api-key-env VAR``; clients then send
+``Authorization: Bearer <key>``): it is an environment for agents, not a public site. It is built on
+:mod:`agentgym_envs.core.httpd`: bounded bodies (``MAX_BODY_BYTES``; no form field is read), quiet connections
+held without threads, a thread cap answered 503, timeouts, and every client mistake a 4xx page.
 
     python -m agentgym_envs.web.server --port 8000      # then open http://127.0.0.1:8000/
 
@@ -20,16 +23,14 @@ from __future__ import annotations
 
 import argparse
 import atexit
-import ipaddress
 import secrets
-import socket
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from ..core import httpd
+from ..core.httpd import HardenedHandler, HardenedHTTPServer, HTTPRequestError, ServerLimits
 from . import html_view
 from .shop import DONE, Location, Shop
 from .tasks import SPLITS, Goal, GoalSet, load_goals
@@ -41,6 +42,8 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
 }
+#: The purchase form has no fields; a larger POST body is refused (413) unread.
+MAX_BODY_BYTES = 1 << 16
 
 
 @dataclass
@@ -54,16 +57,16 @@ class ShopServer:
     """A running shop: ``url`` to browse, ``open_session`` to start one in-process, ``close`` to stop."""
 
     def __init__(self, shop: Shop, goals: GoalSet, *, host: str = "127.0.0.1", port: int = 0,
-                 allow_remote: bool = False, max_sessions: int = 10_000):
-        check_bind_address(host, allow_remote)
+                 allow_remote: bool = False, api_key: str | None = None, max_sessions: int = 10_000,
+                 limits: ServerLimits | None = None):
         self.shop, self.goals, self.max_sessions = shop, goals, max_sessions
         self.sessions: OrderedDict[str, Session] = OrderedDict()
         self._lock = threading.Lock()
-        self.httpd = ThreadingHTTPServer((host, port), _Handler)
-        self.httpd.daemon_threads = True
+        self.httpd = HardenedHTTPServer((host, port), _Handler, what="shop server", api_key=api_key,
+                                        allow_remote=allow_remote,
+                                        limits=limits or ServerLimits(max_body_bytes=MAX_BODY_BYTES))
         self.httpd.shop_server = self  # type: ignore[attr-defined]
-        self._thread = threading.Thread(target=self.httpd.serve_forever, name="webshop-server", daemon=True)
-        self._thread.start()
+        self._thread = self.httpd.serve_in_thread("webshop-server")
 
     @classmethod
     def for_catalogue(cls, num_products: int = 10_000, seed: int = 0, **kwargs) -> ShopServer:
@@ -96,8 +99,7 @@ class ShopServer:
             self.sessions.pop(sid, None)
 
     def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.httpd.close()
 
     def __enter__(self) -> ShopServer:
         return self
@@ -106,37 +108,20 @@ class ShopServer:
         self.close()
 
 
-def check_bind_address(host: str, allow_remote: bool) -> None:
-    """Refuse to bind anywhere but loopback unless ``allow_remote`` says so explicitly."""
-    try:
-        address = ipaddress.ip_address(socket.gethostbyname(host))
-    except (OSError, ValueError) as e:
-        raise ValueError(f"cannot resolve the bind address {host!r} ({e}); use 127.0.0.1") from None
-    if not address.is_loopback and not allow_remote:
-        raise ValueError(f"refusing to bind the shop server to {host!r} ({address}), which is not a loopback "
-                         "address: the shop is for local agents. Use host='127.0.0.1', or pass "
-                         "allow_remote=True if you really mean to expose it to your network.")
+def check_bind_address(host: str, allow_remote: bool, api_key: str | None = None) -> None:
+    """Refuse to bind anywhere but loopback unless ``allow_remote`` and an API key say so explicitly."""
+    httpd.check_bind_address(host, what="shop server", allow_remote=allow_remote, api_key=api_key)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _Handler(HardenedHandler):
     server_version = "WebShop"
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
-        self._route("GET")
-
-    def do_POST(self) -> None:  # noqa: N802
-        try:
-            length = int(self.headers.get("Content-Length") or 0)
-        except ValueError:
-            length = 1 << 17
-        if length > 1 << 16:
-            self.close_connection = True  # what is left unread must not be parsed as the next request
-        if length > 0:
-            self.rfile.read(min(length, 1 << 16))  # no form field is used; drain a bounded amount
-        self._route("POST")
-
-    def _route(self, method: str) -> None:
+    def respond(self, method: str) -> None:
+        if method not in ("GET", "POST"):
+            raise HTTPRequestError(405, f"{method} is not used by the shop; browse with GET, buy with POST",
+                                   "method_not_allowed", headers={"Allow": "GET, POST"})
+        if method == "POST":
+            self.read_body()  # no form field is used; reading it (bounded) keeps the connection in step
         server: ShopServer = self.server.shop_server  # type: ignore[attr-defined]
         url = urlsplit(self.path)
         parts = [unquote(p) for p in url.path.split("/")[1:]]
@@ -174,34 +159,19 @@ class _Handler(BaseHTTPRequestHandler):
         page = server.shop.page(session.goal, location, show_attributes=session.show_attributes)
         self._send(200, html_view.render_page(page, sid))
 
-    def _send(self, status: int, body: str) -> None:
-        data = body.encode("utf-8")
-        self.send_response(status)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(data)))
-        for name, value in SECURITY_HEADERS.items():
-            self.send_header(name, value)
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(data)
+    @classmethod
+    def error_body(cls, status: int, message: str, code: str) -> tuple[str, bytes]:
+        """Errors (ours and http.server's: 414 for a huge URL, 400, 405) as our escaped page."""
+        return "text/html; charset=utf-8", html_view.error_page(status, message).encode("utf-8")
 
-    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
-        """http.server's own errors (414 for a huge URL, 400, 501) in our escaped page, with our headers."""
-        self.close_connection = True
-        try:
-            phrase = HTTPStatus(code).phrase
-        except ValueError:
-            phrase = "Error"
-        self._send(code, html_view.error_page(code, message or phrase))
+    def send_bytes(self, status: int, content_type: str, data: bytes, headers: dict[str, str] | None = None) -> None:
+        super().send_bytes(status, content_type, data, {**SECURITY_HEADERS, **(headers or {})})
+
+    def _send(self, status: int, body: str) -> None:
+        self.send_bytes(status, "text/html; charset=utf-8", body.encode("utf-8"))
 
     def _redirect(self, location: str) -> None:
-        self.send_response(HTTPStatus.SEE_OTHER)
-        self.send_header("Location", location)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def log_message(self, format: str, *args) -> None:  # noqa: A002 (http.server's signature)
-        pass  # one line per request would drown a training run's logs
+        self.send_bytes(303, "text/html; charset=utf-8", b"", {"Location": location})
 
 
 _SHARED: dict[tuple[int, int], ShopServer] = {}
@@ -220,17 +190,16 @@ def shared_server(num_products: int = 10_000, seed: int = 0) -> ShopServer:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Serve the web shop for people and agents.")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000)
+    httpd.add_bind_arguments(parser, port=8000)
     parser.add_argument("--num-products", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --host")
     args = parser.parse_args(argv)
+    api_key = httpd.bind_settings(parser, args, what="shop server")  # before building the catalogue: fail fast
     try:
         server = ShopServer.for_catalogue(args.num_products, args.seed, host=args.host, port=args.port,
-                                          allow_remote=args.allow_remote)
-    except ValueError as e:
-        parser.error(f"{e} (on the command line: --allow-remote)")
+                                          allow_remote=args.allow_remote, api_key=api_key)
+    except OSError as e:
+        parser.error(f"cannot listen on {args.host}:{args.port}: {e}")
     print(f"WebShop at {server.url}/  (Ctrl-C to stop)")
     try:
         threading.Event().wait()

@@ -62,15 +62,18 @@ def request(server: ShopServer, method: str, path: str) -> tuple[int, dict, str]
         connection.close()
 
 
-def test_refuses_non_loopback_binds_unless_allowed() -> None:
+def test_refuses_non_loopback_binds_unless_allowed_with_a_key() -> None:
     with pytest.raises(ValueError, match="refusing to bind the shop server to '0.0.0.0'"):
         check_bind_address("0.0.0.0", allow_remote=False)
+    with pytest.raises(ValueError, match="without an API key"):
+        check_bind_address("0.0.0.0", allow_remote=True)
+    check_bind_address("0.0.0.0", allow_remote=True, api_key="k")  # allowed; not bound: tests stay on loopback
     check_bind_address("localhost", allow_remote=False)
     check_bind_address("127.0.0.1", allow_remote=False)
-    with ShopServer.for_catalogue(host="0.0.0.0", allow_remote=True) as exposed:
-        assert exposed.url.startswith("http://0.0.0.0:")
     with pytest.raises(ValueError, match="not a loopback"):
         ShopServer.for_catalogue(host="0.0.0.0")
+    with pytest.raises(ValueError, match="without an API key"):
+        ShopServer.for_catalogue(host="0.0.0.0", allow_remote=True)
 
 
 def test_start_walk_and_buy_over_http(server: ShopServer) -> None:
