@@ -7,8 +7,25 @@ shell restarted) and ``[exit code N] cwd$``. ``submit`` ends the episode: the ta
 sandbox, reward = fraction passed, ``won`` = all passed. Other steps give reward 0.
 
 Extra info keys: ``exit_code`` and ``cwd`` on command steps, ``tests`` (name → passed) on submit,
-``task_id`` on reset. A sandbox failure (not the agent's doing) truncates the episode with
-``info["infra_error"]``; the next ``reset`` starts a fresh sandbox.
+``task_id`` on reset, ``sandbox_error`` when the sandbox refused an operation (below).
+
+Whose failure is it? Everything an agent's command can reach is its own outcome, never ``infra_error``:
+
+* the supervisor answered that an operation failed (``SandboxError`` that is not ``SandboxDied``: the
+  disks the agent filled, the process table it filled, a work directory it made unreadable) — the
+  sandbox works and its state is the agent's doing. A command step then observes the failure
+  (``[the sandbox could not run this command: …]``, ``info["sandbox_error"]``) and the episode goes on;
+  at submit the episode ends as a loss (reward 0, ``info["sandbox_error"]``);
+* a shell the command killed, stopped or left without input, output or status pipes is restarted
+  (``ShellResult.restarted``); commands over 64 KiB are delivered in pieces through the shell itself, not
+  through a file in the agent-writable ``/tmp``, so a full ``/tmp`` cannot refuse them.
+
+``infra_error`` (the episode truncated, not counted against the agent) is left for our own machinery:
+the sandbox could not start or install the task (a fresh, pristine one, before the agent acted), or the
+supervisor died or stopped answering (``SandboxDied``). The supervisor is shielded from the agent (the
+sandbox's PID 1, non-dumpable, bounded reads and buffers, the agent's processes first in line for the
+OOM killer), so an agent that can still cause ``SandboxDied`` has found a sandbox bug, which
+tests/terminal/test_terminal_hardening.py exists to catch. The next ``reset`` starts a fresh sandbox.
 
 Snapshots replay: ``get_state`` records the task and the commands run so far; ``set_state`` rebuilds a
 pristine sandbox, installs the task and replays them. This reproduces the state exactly for commands that
@@ -28,7 +45,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 import sandboxes
-from sandboxes import Limits, SandboxError
+from sandboxes import Limits, SandboxDied, SandboxError, ShellResult
 
 from ..core.errors import InfraError, SnapshotError
 from ..core.spaces import UnicodeText
@@ -40,6 +57,10 @@ from .task import CommandTests, TerminalTask, install
 _SAMPLE_CHARS = string.ascii_letters + string.digits + " "
 DEFAULT_WRITABLE = ("/work", "/tmp", "/home/agent")
 IMAGE_WRITABLE = ("/tmp", "/tests", "/logs", "/solution")
+#: Commands whose UTF-8 form is longer are sent in pieces of this many characters (each under 64 KiB, the
+#: supervisor's inline limit, even when every character is a quote and becomes four bytes).
+PIECE_CHARS = 12_000
+INLINE_BYTES = 60_000
 RANDOM_COMMANDS = ("ls", "ls -la", "pwd", "find . -maxdepth 2 | head -n 20", "cat *.txt | head -n 20", "whoami",
                    "echo hello", "git status", "wc -l * | tail -n 1", "env | sort | head -n 5", "submit")
 
@@ -83,6 +104,7 @@ class TerminalEnv(TaskEnv):
         self._shell: sandboxes.ShellSession | None = None
         self._history: list[str] = []
         self._expert_step = 0
+        self._cwd = "/work"
 
     # ----------------------------------------------------------------- episode
     def first_observation(self, task: TerminalTask) -> str:
@@ -91,7 +113,7 @@ class TerminalEnv(TaskEnv):
 
     def _reset(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         observation, info = super()._reset(options)
-        self._history, self._expert_step = [], 0
+        self._history, self._expert_step, self._cwd = [], 0, self.task.workdir
         self._start_task()
         return observation, info
 
@@ -99,26 +121,48 @@ class TerminalEnv(TaskEnv):
         kind, command = parse_action(action)
         if kind == "submit":
             return self._submit()
-        try:
-            result = self._shell.run(command, timeout=self.command_timeout)
-        except SandboxError as e:
-            self._drop_box()
-            raise InfraError(f"the {self.backend} sandbox failed: {e}") from e
         self._history.append(command)
         solution = self.task.solution
         if self._expert_step < len(solution) and command == solution[self._expert_step]:
             self._expert_step += 1
+        try:
+            result = self._run_command(command)
+        except SandboxDied as e:
+            self._drop_box()
+            raise InfraError(f"the {self.backend} sandbox failed: {e}") from e
+        except SandboxError as e:  # the supervisor works and refused: the sandbox's state is the agent's doing
+            observation = f"[the sandbox could not run this command: {e}]\n[exit code 126] {self._cwd}$"
+            return Step(observation, info={"exit_code": 126, "cwd": self._cwd, "sandbox_error": str(e)})
+        self._cwd = result.cwd
         info = {"exit_code": result.exit_code, "cwd": result.cwd}
         return Step(render_result(result, self.command_timeout), info=info)
+
+    def _run_command(self, command: str) -> ShellResult:
+        """Run ``command`` in the live shell; a long one is first assembled in a shell variable, piece by piece."""
+        if len(command.encode("utf-8", "replace")) <= INLINE_BYTES:
+            return self._shell.run(command, timeout=self.command_timeout)
+        for start in range(0, len(command), PIECE_CHARS):
+            piece = command[start : start + PIECE_CHARS].replace("'", "'\\''")
+            operator = "=" if start == 0 else "+="
+            result = self._shell.run(f"__agentgym_long{operator}'{piece}'", timeout=self.command_timeout)
+            if result.restarted or result.timed_out or result.exit_code != 0:
+                raise SandboxError("the shell lost the command while it was being delivered in pieces (it exited, "
+                                   f"was stuck or refused an assignment: exit {result.exit_code}); it was not run")
+        run = '__agentgym_run=$__agentgym_long; unset __agentgym_long; eval "$__agentgym_run"'
+        return self._shell.run(run, timeout=self.command_timeout)
 
     def _submit(self) -> Step:
         try:
             if not isinstance(self.task.verifier, CommandTests):
                 self._box.kill_processes()  # file-based verifiers: nothing the agent left may touch the tests
             report = self.task.verifier.verify(self._box, self.task)
-        except SandboxError as e:
+        except SandboxDied as e:
             self._drop_box()
             raise InfraError(f"the {self.backend} sandbox failed while running the tests: {e}") from e
+        except SandboxError as e:  # e.g. a test file could not be written where the agent filled the disk
+            observation = f"Submitted.\nThe tests could not run in the sandbox as you left it (score 0.00): {e}"
+            return Step(observation, reward=0.0, terminated=True, won=False, score=0.0,
+                        info={"tests": {}, "sandbox_error": str(e)})
         return Step("Submitted.\n" + report.summary(), reward=report.score, terminated=True, won=report.won,
                     score=report.score, info={"tests": dict(report.results)})
 
@@ -194,6 +238,11 @@ class TerminalEnv(TaskEnv):
         try:
             self._start_task()
             for command in self._history:
-                self._shell.run(command, timeout=self.command_timeout)
+                try:
+                    self._run_command(command)
+                except SandboxDied:
+                    raise
+                except SandboxError:  # refused when it was first run too: the same observation, nothing to redo
+                    pass
         except (InfraError, SandboxError) as e:
             raise SnapshotError(f"could not rebuild the sandbox for this snapshot: {e}") from e

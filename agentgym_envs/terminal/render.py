@@ -39,7 +39,11 @@ def parse_action(text: str) -> tuple[str, str]:
     looks_like_json = text.startswith("{") and _is_json_object(text)
     if not (looks_like_json or CALL_PATTERN.match(text)):
         return "bash", text
-    name, args, kwargs = parse_call(text)
+    try:
+        name, args, kwargs = parse_call(text)
+    except (RecursionError, ValueError, MemoryError):  # nesting or digits past what the decoder takes
+        raise InvalidAction("Invalid tool call: the JSON is nested too deeply or holds a number too long to "
+                            'read; send bash(command="...") with a plain string.') from None
     if name == "submit":
         return "submit", ""
     if name != "bash":
@@ -55,7 +59,7 @@ def parse_action(text: str) -> tuple[str, str]:
 def _is_json_object(text: str) -> bool:
     try:
         return isinstance(json.loads(text), dict)
-    except ValueError:
+    except (ValueError, RecursionError, MemoryError):  # deep nesting is not a call we can read: a command
         return False
 
 

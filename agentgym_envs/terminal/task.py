@@ -58,18 +58,42 @@ class Verifier(Protocol):
     def verify(self, box: SupervisedSandbox, task: TerminalTask) -> GradeReport: ...
 
 
+#: How a check is started: bash reads the check's text from its stdin, so no process's command line shows
+#: the expected values to a program under test, then runs it with stdin at /dev/null.
+CHECK_RUNNER = "IFS= read -r -d '' __agentgym_check; exec </dev/null; eval \"$__agentgym_check\""
+#: Set for every check, over the task's environment: nothing the agent wrote under its home directory
+#: (Python's user site and usercustomize, git's and jq's per-user config) can reach a check.
+CHECK_ENV = {"HOME": "/nonexistent", "XDG_CONFIG_HOME": "/nonexistent", "GIT_CONFIG_GLOBAL": "/dev/null",
+             "PYTHONNOUSERSITE": "1", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+
+
 @dataclass(frozen=True)
 class CommandTests:
-    """Each test is a bash command run in the work directory after submit; it passes when it exits 0."""
+    """Each test is a bash command run in the work directory after submit; it passes when it exits 0.
+
+    The verdict is each check's exit status, as the supervisor reports it: no output is parsed. Every check
+    is a fresh process started by the sandbox's supervisor (not the agent's shell, so none of its
+    variables, functions or aliases), with the system ``PATH`` (read-only directories) and
+    :data:`CHECK_ENV`. Checks run in the work directory because they inspect the files there, so a check
+    that runs Python to judge them uses ``python3 -I`` (the work directory is then not on ``sys.path``:
+    a planted ``json.py`` shadows nothing), and reference data lives in the check itself, never in a file
+    the agent could rewrite.
+    """
 
     tests: tuple[tuple[str, str], ...]
 
     def verify(self, box: SupervisedSandbox, task: TerminalTask) -> GradeReport:
-        results = {}
+        results, failures = {}, []
+        env = {**task.env, **CHECK_ENV}
         for name, command in self.tests:
-            result = box.run(command, timeout=task.timeout_s, cwd=task.workdir, env=dict(task.env))
+            result = box.run(["bash", "-c", CHECK_RUNNER], stdin=command.encode(), timeout=task.timeout_s,
+                             cwd=task.workdir, env=env)
             results[name] = result.exit_code == 0 and not result.timed_out
-        return GradeReport(results, sum(results.values()) / len(results))
+            if not results[name]:
+                why = f"timed out after {task.timeout_s:g} s" if result.timed_out else f"exit {result.exit_code}"
+                failures.append(f"{name}: {why}")
+        details = "Failed checks: " + "; ".join(failures) if failures else ""
+        return GradeReport(results, sum(results.values()) / len(results), details)
 
 
 PYTEST_LINE = re.compile(r"^(PASSED|FAILED|ERROR|XPASS|XFAIL|SKIPPED)\s+(\S+)", re.MULTILINE)

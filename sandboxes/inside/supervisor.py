@@ -67,6 +67,7 @@ while IFS= read -r -d '' __agentgym_cmd; do
   printf '%d %s\0' "$?" "$PWD" >&3
 done
 """
+STATUS_LIMIT = 1 << 14  # ``status cwd``: cwd is at most PATH_MAX (4096) bytes
 INLINE_LIMIT = 1 << 16  # longer shell commands travel through a file: bash's `read` from a pipe is slow
 
 
@@ -162,7 +163,9 @@ def op_shell(req):
     before = {int(n) for n in os.listdir("/proc") if n.isdigit()}
     started = time.monotonic()
     payload, path = shell.payload(req["command"])
-    done = lambda: b"\0" in status or shell.status_r not in readers
+    # A status line is short; a longer one is the command writing to the driver's saved status fd: stop
+    # reading it (the shell is restarted below) rather than buffer whatever it writes.
+    done = lambda: b"\0" in status or len(status) > STATUS_LIMIT or shell.status_r not in readers
     pump(readers, Outbox(shell.w_in, payload, close=False), started + req["timeout"], done)
     timed_out = not done()
     if timed_out:  # stop what this command started; earlier background jobs keep running

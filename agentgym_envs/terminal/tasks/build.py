@@ -1,6 +1,16 @@
 """Building and debugging small C and Python programs: compile errors, Makefiles, logic bugs, imports."""
 
+import hashlib
+
 from ..task import make_task
+
+
+def unchanged(path: str, content: str) -> str:
+    """A check that ``path`` still holds ``content``: the digest is part of the check, not a file in the sandbox."""
+    return f"echo '{hashlib.sha256(content.encode()).hexdigest()}  {path}' | sha256sum -c --quiet -"
+
+
+MAIN_PY = "from shop.cart import total\n\nprint(f'total: {total([\"apple\", \"pear\", \"pear\"]):.2f}')\n"
 
 HELLO_C = '#include <stdio.h>\n\nint main(void) {\n    printf("Hello, world!\\n");\n    return 0;\n}\n'
 CALC_C = """#include <stdio.h>
@@ -103,27 +113,29 @@ TASKS = [
         "build/python-import", "build", "medium",
         "`python3 main.py` fails with an import error. Fix the shop package (do not change main.py) so that it "
         "prints the cart total.",
-        files={"main.py": ("from shop.cart import total\n\n"
-                           "print(f'total: {total([\"apple\", \"pear\", \"pear\"]):.2f}')\n"),
+        files={"main.py": MAIN_PY,
                "shop/__init__.py": "", "shop/prices.py": "PRICES = {'apple': 0.5, 'pear': 21.0}\n\n\n"
                                                        "def price(item):\n    return PRICES[item]\n",
                "shop/cart.py": ("from shop.pricing import price\n\n\n"
                                 "def total(items):\n    return sum(price(i) for i in items)\n")},
-        setup="sha256sum main.py > /tmp/main.sum",
         solution=["sed -i 's/shop.pricing/shop.prices/' shop/cart.py"],
         tests={"main.py runs": '[ "$(python3 main.py)" = "total: 42.50" ]',
-               "main.py unchanged": "sha256sum -c --quiet /tmp/main.sum"},
+               "main.py unchanged": unchanged("main.py", MAIN_PY)},
     ),
     make_task(
         "build/fix-unit-tests", "build", "medium",
         "The tests in test_mathx.py fail. Fix mathx.py (not the tests) so that "
         "`python3 -m pytest -q test_mathx.py` passes.",
         files={"mathx.py": MATHX, "test_mathx.py": TEST_MATHX},
-        setup="sha256sum test_mathx.py > /tmp/tests.sum",
         solution=["sed -i 's| / len(values) - 1| / len(values)|' mathx.py"],
         tests={
-            "pytest passes": "python3 -m pytest -q -p no:cacheprovider test_mathx.py >/dev/null",
-            "tests unchanged": "sha256sum -c --quiet /tmp/tests.sum",
+            # -P: a planted pytest.py is not imported; -c /dev/null and --noconftest: no planted ini file or
+            # conftest.py can rewrite outcomes (pytest still puts the test file's directory on sys.path).
+            "pytest passes": ("python3 -P -m pytest -q -p no:cacheprovider -c /dev/null --rootdir=. --noconftest "
+                              "test_mathx.py >/dev/null"),
+            "tests unchanged": unchanged("test_mathx.py", TEST_MATHX),
+            # mathx runs inside pytest's process and could end it with status 0; this verdict is made outside.
+            "mean is right": """[ "$(python3 -c 'import mathx; print(mathx.mean([2, 4, 9]))')" = 5.0 ]""",
         },
     ),
 ]

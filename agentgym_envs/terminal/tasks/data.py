@@ -39,7 +39,7 @@ TASKS = [
         files={"products.csv": PRODUCTS},
         solution=[CSV_TO_JSON],
         tests={
-            "products.json is right": ("python3 -c 'import json; assert json.load(open(\"products.json\")) == "
+            "products.json is right": ("python3 -I -c 'import json; assert json.load(open(\"products.json\")) == "
                                        "[{\"id\": 1, \"name\": \"pen\", \"price\": 1.5}, "
                                        "{\"id\": 2, \"name\": \"notebook\", \"price\": 4.25}, "
                                        "{\"id\": 3, \"name\": \"bag\", \"price\": 30}]'"),
@@ -62,7 +62,7 @@ TASKS = [
         files={"defaults.json": DEFAULTS, "overrides.json": OVERRIDES},
         solution=["jq -s '.[0] * .[1]' defaults.json overrides.json > config.json"],
         tests={
-            "config.json is right": ("python3 -c 'import json; assert json.load(open(\"config.json\")) == "
+            "config.json is right": ("python3 -I -c 'import json; assert json.load(open(\"config.json\")) == "
                                      "{\"name\": \"app\", \"debug\": True, "
                                      "\"db\": {\"host\": \"localhost\", \"port\": 6543, \"user\": \"admin\"}, "
                                      "\"tags\": [\"b\", \"c\"]}'"),

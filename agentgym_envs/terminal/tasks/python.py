@@ -2,6 +2,17 @@
 
 from ..task import make_task
 
+
+def value_is(program: str, expected: str) -> str:
+    """A check that ``python3 -c program`` prints ``expected``.
+
+    The comparison is made by the check's shell, outside the Python process that imports the agent's module:
+    that module can end its process with any status, so an ``assert`` inside it would prove nothing.
+    """
+    if "'" in program + expected:
+        raise ValueError(f"value_is: expected a program and a value without single quotes, got {program!r}")
+    return f"""[ "$(python3 -c '{program}')" = '{expected}' ]"""
+
 FIZZBUZZ = '''cat > fizzbuzz.py <<'EOF'
 import sys
 
@@ -76,8 +87,8 @@ TASKS = [
         solution=[STATS],
         tests={
             "numbers.txt": '[ "$(python3 stats.py numbers.txt)" = "mean=18.00 median=15.50" ]',
-            "another file": ('printf "1\\n2\\n10\\n" > /tmp/t.txt '
-                             '&& [ "$(python3 stats.py /tmp/t.txt)" = "mean=4.33 median=2.00" ]'),
+            "another file": ('t=$(mktemp) && printf "1\\n2\\n10\\n" > "$t" '
+                             '&& [ "$(python3 stats.py "$t")" = "mean=4.33 median=2.00" ]'),
         },
     ),
     make_task(
@@ -87,10 +98,10 @@ TASKS = [
         files={"inventory.py": INVENTORY},
         solution=["sed -i 's/range(1, len(items))/range(len(items))/' inventory.py"],
         tests={
-            "three items": ("python3 -c 'import inventory as i; "
-                            "assert i.total_value([(\"a\", 2, 3), (\"b\", 1, 10), (\"c\", 4, 1)]) == 20'"),
-            "one item": "python3 -c 'import inventory as i; assert i.total_value([(\"a\", 5, 2)]) == 10'",
-            "no items": "python3 -c 'import inventory as i; assert i.total_value([]) == 0'",
+            "three items": value_is('import inventory as i; print(i.total_value([("a", 2, 3), ("b", 1, 10), '
+                                    '("c", 4, 1)]))', "20"),
+            "one item": value_is('import inventory as i; print(i.total_value([("a", 5, 2)]))', "10"),
+            "no items": value_is("import inventory as i; print(i.total_value([]))", "0"),
         },
     ),
     make_task(
@@ -99,10 +110,10 @@ TASKS = [
         "backwards, ignoring case, spaces and punctuation.",
         solution=[PALINDROME],
         tests={
-            "true cases": "python3 -c 'from textutils import is_palindrome as p; assert p(\"Racecar\") and "
-                          "p(\"A man, a plan, a canal: Panama\") and p(\"\")'",
-            "false cases": ("python3 -c 'from textutils import is_palindrome as p; "
-                            "assert not p(\"hello\") and not p(\"ab\")'"),
+            "true cases": value_is('from textutils import is_palindrome as p; '
+                                   'print(p("Racecar"), p("A man, a plan, a canal: Panama"), p(""))', "True True True"),
+            "false cases": value_is('from textutils import is_palindrome as p; print(p("hello"), p("ab"))',
+                                    "False False"),
         },
     ),
     make_task(
