@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import threading
 from functools import cache
@@ -24,9 +25,13 @@ BASE_IMAGE = os.environ.get("AGENTGYM_IMAGE", "agentgym/base:1")
 CONTAINER_LABEL = "org.agentgym.sandbox"
 SETUP_HINT = ("run `sudo bash scripts/setup_sandboxes.sh` (installs bubblewrap and docker.io, starts dockerd, "
               "builds the image)")
-#: What shipped tasks may rely on (kept in sync with scripts/setup_sandboxes.sh).
+#: What tasks may rely on (kept in sync with scripts/setup_sandboxes.sh). The first line serves the shipped
+#: tasks; the second is the toolset that imported Terminal-Bench and Harbor tasks expect of the python,
+#: ubuntu and debian base images they are mapped from (docs/terminal.md).
 ROOTFS_PACKAGES = ("python3", "python3-pytest", "git", "gcc", "libc6-dev", "make", "procps", "psmisc", "jq", "gawk",
-                   "bc", "file", "patch", "xz-utils", "bzip2", "zip", "unzip", "less")
+                   "bc", "file", "patch", "xz-utils", "bzip2", "zip", "unzip", "less",
+                   "python3-pip", "python3-venv", "python-is-python3", "curl", "ca-certificates", "openssl", "sqlite3",
+                   "xxd", "g++", "wget", "tmux")
 
 _client_lock = threading.Lock()
 _client: Any = None
@@ -35,6 +40,34 @@ _client: Any = None
 def rootfs() -> Path | None:
     """The shared root filesystem when it has been built, else ``None``."""
     return ROOTFS if (ROOTFS / ".agentgym-rootfs").is_file() else None
+
+
+@cache
+def rootfs_packages() -> frozenset[str]:
+    """Debian packages installed in the shared rootfs (from its dpkg status), or ROOTFS_PACKAGES without one.
+
+    Both backends run that rootfs, so this is what an imported task's ``apt-get install`` would find.
+    """
+    status = ROOTFS / "var/lib/dpkg/status"
+    if rootfs() is None or not status.is_file():
+        return frozenset(ROOTFS_PACKAGES)
+    names, name = set(), ""
+    for line in status.read_text(errors="replace").splitlines():
+        if line.startswith("Package: "):
+            name = line[9:].strip()
+        elif line.startswith("Status: ") and line.endswith(" installed"):
+            names.add(name.split(":")[0])
+    return frozenset(names)
+
+
+@cache
+def python_distributions() -> frozenset[str]:
+    """Python distributions the rootfs's ``python3`` can import (normalised names: lower case, ``_``)."""
+    found = {"pip", "pytest", "setuptools"}
+    if rootfs() is not None:
+        for meta in (ROOTFS / "usr/lib/python3/dist-packages").glob("*.*-info"):
+            found.add(meta.name.split("-")[0])
+    return frozenset(re.sub(r"[-_.]+", "_", name).lower() for name in found)
 
 
 def bwrap_problem() -> str | None:

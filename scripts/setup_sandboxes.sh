@@ -16,7 +16,10 @@ SUITE=${AGENTGYM_SUITE:-bookworm}
 MIRROR=${AGENTGYM_MIRROR:-http://deb.debian.org/debian}
 LOG_DIR=${AGENTGYM_LOG_DIR:-/var/log/agentgym}
 # Keep in sync with sandboxes/image.py (ROOTFS_PACKAGES): what tasks may rely on.
+# The second line is what imported Terminal-Bench/Harbor tasks expect of their python/ubuntu/debian base images
+# (pip, curl, openssl, sqlite3, xxd, a C++ compiler); docs/terminal.md lists the toolset.
 PACKAGES=python3,python3-pytest,git,gcc,libc6-dev,make,procps,psmisc,jq,gawk,bc,file,patch,xz-utils,bzip2,zip,unzip,less
+PACKAGES+=,python3-pip,python3-venv,python-is-python3,curl,ca-certificates,openssl,sqlite3,xxd,g++,wget,tmux
 APT_PACKAGES=(bubblewrap debootstrap)
 [ -n "${SKIP_DOCKER:-}" ] || APT_PACKAGES+=(docker.io)
 

@@ -15,7 +15,7 @@ from typing import Any
 
 _EXPORTS = {
     "TerminalEnv": "env", "TerminalTask": "task", "make_task": "task", "CommandTests": "task",
-    "PytestSummary": "task", "RewardFile": "task", "GradeReport": "task", "TaskRefused": "importers",
+    "PytestSummary": "verifiers", "RewardFile": "verifiers", "GradeReport": "task", "TaskRefused": "importers",
     "load_task_dir": "importers", "load_task_dirs": "importers", "load_terminal_bench": "importers",
     "load_harbor": "importers",
 }

@@ -1,38 +1,54 @@
 """Import Terminal-Bench and Harbor task directories as :class:`TerminalTask` objects.
 
 Terminal-Bench: ``task.yaml`` (instruction, difficulty, category, timeouts), ``Dockerfile``, ``tests/``,
-``run-tests.sh`` (pytest with ``-rA``; scored by the fraction of PASSED tests) and ``solution.sh``.
+``run-tests.sh`` (runs pytest; scored from pytest's JUnit report) and ``solution.sh``.
 Harbor: ``task.toml``, ``instruction.md``, ``environment/Dockerfile``, ``tests/test.sh`` (writes a reward
-to ``/logs/verifier/reward.txt`` or ``reward.json``) and ``solution/solve.sh``.
+to ``/logs/verifier/reward.json`` or ``reward.txt``) and ``solution/solve.sh``. A task without its test
+script is refused with the reason.
 
-A task's Dockerfile decides where it can run. One that only starts ``FROM`` our base image and uses
-``WORKDIR``/``COPY``/``ENV`` (plus inert ``LABEL``/``CMD``/``EXPOSE``) is emulated on any backend: the
-copied files are written into the sandbox. Anything else (``RUN``, another base image, ...) needs its own
-image, built locally with Docker; on other backends, or when the build fails (no registry is reachable
-for a foreign ``FROM``), the task is refused with the reason.
+The Dockerfile is emulated on every backend when it can be: ``FROM`` our base image, or a foreign base
+this module maps onto it (``python:*``, ``ubuntu:*``, ``debian:*``, ``buildpack-deps:*``, Terminal-Bench's
+``ghcr.io/laude-institute/t-bench/*``); ``ARG``/``ENV`` (values expand ``$VAR``/``${VAR}``), ``WORKDIR``,
+``COPY``/``ADD`` of local files (written into the sandbox), and ``RUN`` steps rewritten by the offline
+rules of :mod:`.offline` and run when the task is installed. What cannot be emulated (another base image,
+a multi-stage build, files copied into system directories, ``ADD`` of a URL) needs a real image build,
+which only the docker backend does; elsewhere, or when the build fails, the task is refused with the
+reason. Every rule applied is recorded in ``TerminalTask.notes``; docs/terminal.md has the full list.
 """
 
 from __future__ import annotations
 
 import posixpath
+import re
 import shlex
 import tomllib
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from sandboxes import SandboxUnavailable
 from sandboxes.image import BASE_IMAGE
+from sandboxes.supervised import BASE_ENV
 
-from .task import DIFFICULTIES, TASK_ENV, ImageSpec, PytestSummary, RewardFile, TerminalTask, Verifier
+from .offline import rewrite_line, rewrite_script
+from .task import DIFFICULTIES, TASK_ENV, ImageSpec, TerminalTask, Verifier
+from .verifiers import PytestSummary, RewardFile
 
 BASE_NAMES = {BASE_IMAGE, BASE_IMAGE.split(":")[0], BASE_IMAGE.split(":")[0] + ":latest"}
-INERT = {"LABEL", "CMD", "ENTRYPOINT", "EXPOSE", "MAINTAINER", "SHELL", "STOPSIGNAL", "HEALTHCHECK"}
+#: Foreign base images emulated by ours (a Debian 12 userland; see ROOTFS_PACKAGES for its toolset).
+MAPPED_BASES = re.compile(r"^(docker\.io/)?(library/)?(python|ubuntu|debian|buildpack-deps)(:|@|$)"
+                          r"|^ghcr\.io/laude-institute/t-bench/")
+INERT = {"LABEL", "CMD", "ENTRYPOINT", "EXPOSE", "MAINTAINER", "SHELL", "STOPSIGNAL", "HEALTHCHECK", "VOLUME"}
 VERIFY_DIRS = ("/tests", "/logs", "/solution")
+SYSTEM_ROOTS = {"usr", "etc", "bin", "sbin", "lib", "lib64", "var", "opt"}
+"""Top-level directories of the image itself: files copied there need a real build."""
+KERNEL_ROOTS = SYSTEM_ROOTS | {"proc", "sys", "dev", "boot", "run", "root", "mnt", "media"}
+_VARIABLE = re.compile(r"\\\$|\$\{(\w+)(?::?([-+])([^}]*))?\}|\$(\w+)")
 
 
 class TaskRefused(ValueError):
-    """A task cannot run on the chosen backend here; the message says why and what would make it run."""
+    """A task cannot run (here, or at all); the message says why and what would make it run."""
 
 
 def load_task_dir(path: str | Path) -> TerminalTask:
@@ -45,10 +61,26 @@ def load_task_dir(path: str | Path) -> TerminalTask:
     raise ValueError(f"{path} is neither a Terminal-Bench task (task.yaml) nor a Harbor task (task.toml)")
 
 
-def load_task_dirs(root: str | Path) -> list[TerminalTask]:
-    """Every task directory directly under ``root`` (sorted by name, so task indices are stable)."""
-    tasks = [p for p in sorted(Path(root).iterdir()) if (p / "task.yaml").is_file() or (p / "task.toml").is_file()]
-    return [load_task_dir(p) for p in tasks]
+def load_task_dirs(root: str | Path, refused: list[tuple[str, str]] | None = None) -> list[TerminalTask]:
+    """Every task directory under ``root`` (sorted by name, so task indices are stable), at any depth.
+
+    A refused task raises :class:`TaskRefused`, unless ``refused`` is a list: then ``(directory, reason)``
+    is appended to it and the others load. When every task is refused, the error lists each reason.
+    """
+    dirs = sorted({p.parent for name in ("task.yaml", "task.toml") for p in Path(root).rglob(name)})
+    tasks, reasons = [], []
+    for directory in dirs:
+        try:
+            tasks.append(load_task_dir(directory))
+        except TaskRefused as e:
+            if refused is None:
+                raise
+            reasons.append((str(directory.relative_to(root)), str(e)))
+    if refused is not None:
+        refused += reasons
+    if reasons and not tasks:
+        raise TaskRefused(f"every task under {root} was refused:\n" + "\n".join(f"  {d}: {r}" for d, r in reasons))
+    return tasks
 
 
 def load_terminal_bench(path: str | Path) -> TerminalTask:
@@ -57,26 +89,36 @@ def load_terminal_bench(path: str | Path) -> TerminalTask:
     except ImportError as e:
         raise ImportError("reading Terminal-Bench task.yaml needs PyYAML: pip install pyyaml") from e
     path = Path(path)
+    if not (path / "run-tests.sh").is_file():
+        raise TaskRefused(f"{path.name}: a Terminal-Bench task needs run-tests.sh (its test script), found none")
     meta = yaml.safe_load((path / "task.yaml").read_text()) or {}
-    tests = _tree(path / "tests", "/tests") + [("/tests/run-tests.sh", (path / "run-tests.sh").read_bytes())]
+    notes: list[str] = []
+    script = rewrite_script((path / "run-tests.sh").read_text(), notes)
+    tests = _tree(path / "tests", "/tests") + [("/tests/run-tests.sh", script.encode())]
     solution = (path / "solution.sh").read_bytes() if (path / "solution.sh").is_file() else b""
     return _task(
-        path, source="terminal-bench", instruction=str(meta.get("instruction", "")), meta=meta,
-        dockerfile=path / "Dockerfile", verifier=PytestSummary(tuple(tests)),
+        path, source="terminal-bench", instruction=str(meta.get("instruction", "")), meta=meta, notes=notes,
+        dockerfile=path / "Dockerfile", verifier=PytestSummary(tuple(tests)), extra_env={},
         solution_files=[("/solution/solution.sh", solution)] if solution else [], entry="/solution/solution.sh",
-        timeout=float(meta.get("max_test_timeout_sec", 60)),
+        timeout=float(meta.get("max_test_timeout_sec", 120)),
     )
 
 
 def load_harbor(path: str | Path) -> TerminalTask:
     path = Path(path)
+    if not (path / "tests" / "test.sh").is_file():
+        raise TaskRefused(f"{path.name}: a Harbor task needs tests/test.sh (its verifier), found none")
     meta = tomllib.loads((path / "task.toml").read_text())
-    metadata = meta.get("metadata", {})
+    notes: list[str] = []
+    tests = [(p, rewrite_script(d.decode(), notes).encode() if p == "/tests/test.sh" else d)
+             for p, d in _tree(path / "tests", "/tests")]
+    environment = meta.get("environment", {})
     return _task(
-        path, source="harbor", instruction=(path / "instruction.md").read_text(), meta=metadata,
-        dockerfile=path / "environment" / "Dockerfile", verifier=RewardFile(tuple(_tree(path / "tests", "/tests"))),
+        path, source="harbor", instruction=(path / "instruction.md").read_text(), meta=meta.get("metadata", {}),
+        dockerfile=path / "environment" / "Dockerfile", verifier=RewardFile(tuple(tests)), notes=notes,
         solution_files=_tree(path / "solution", "/solution"), entry="/solution/solve.sh",
-        timeout=float(meta.get("verifier", {}).get("timeout_sec", 60)),
+        timeout=float(meta.get("verifier", {}).get("timeout_sec", 120)),
+        extra_env={str(k): str(v) for k, v in environment.get("env", {}).items()},
     )
 
 
@@ -85,7 +127,8 @@ def usable_tasks(
 ) -> tuple[list[TerminalTask], list[tuple[str, str]]]:
     """Split tasks into those that can run on ``backend`` and ``(id, reason)`` for the rest.
 
-    Images are built here (once, cached by content), so a refusal comes at construction, not mid-run.
+    Images are built here (once, cached by content), so a refusal comes at construction, not mid-run;
+    when every task is refused, the error lists each reason.
     """
     usable, refused = [], []
     for task in tasks:
@@ -97,6 +140,9 @@ def usable_tasks(
         else:
             raise TaskRefused(f"task {task.id} cannot run on the {backend} backend: {reason} "
                               "(pass skip_unavailable=True to run the others)")
+    if refused and not usable:
+        lines = "\n".join(f"  {task_id}: {reason}" for task_id, reason in refused)
+        raise TaskRefused(f"none of the {len(refused)} tasks can run on the {backend} backend:\n{lines}")
     return usable, refused
 
 
@@ -115,89 +161,195 @@ def _refusal(task: TerminalTask, backend: str) -> str | None:
     return None
 
 
-# ----------------------------------------------------------------------------- helpers
+# ----------------------------------------------------------------------------- task assembly
 def _task(
     path: Path, *, source: str, instruction: str, meta: dict[str, Any], dockerfile: Path, verifier: Verifier,
-    solution_files: list[tuple[str, bytes]], entry: str, timeout: float,
+    solution_files: list[tuple[str, bytes]], entry: str, timeout: float, notes: list[str],
+    extra_env: dict[str, str],
 ) -> TerminalTask:
     """The TerminalTask for a task directory, its Dockerfile either emulated (files) or kept for a build."""
-    plan = _plan_dockerfile(dockerfile)
+    plan = plan_dockerfile(dockerfile)
     difficulty = str(meta.get("difficulty", "medium")).lower()
     common: dict[str, Any] = {
         "id": f"{source}/{path.name}", "instruction": instruction.strip(),
         "category": str(meta.get("category", source)),
         "difficulty": difficulty if difficulty in DIFFICULTIES else "medium", "verifier": verifier,
         "solution": (_solution_command(solution_files, entry, plan.workdir),) if solution_files else (),
-        "timeout_s": timeout, "source": source,
+        "timeout_s": timeout, "source": source, "workdir": plan.workdir,
+        "env": {**TASK_ENV, **plan.env, **extra_env}, "notes": tuple(plan.notes + notes),
     }
     if plan.build_reason is not None:
-        image = ImageSpec(dockerfile.parent, dockerfile.name, plan.build_reason)
-        return TerminalTask(**common, workdir=plan.workdir, env={**TASK_ENV, **plan.env}, image=image)
+        note = f"needs its own image ({plan.build_reason}): docker only, run as root on a writable root"
+        common["notes"] = (*common["notes"], note)
+        return TerminalTask(**common, image=ImageSpec(dockerfile.parent, dockerfile.name, plan.build_reason))
     roots = {"/" + p.strip("/").split("/")[0] for p, _ in plan.files} | {"/" + plan.workdir.strip("/").split("/")[0]}
-    writable = tuple(sorted(roots - {"/work", "/tmp", "/home"})) + VERIFY_DIRS
-    return TerminalTask(**common, files=dict(plan.files), workdir=plan.workdir, env={**TASK_ENV, **plan.env},
+    roots |= plan.run_roots
+    writable = tuple(sorted(roots - {"/work", "/tmp", "/home", "/"})) + VERIFY_DIRS
+    return TerminalTask(**common, files=dict(plan.files), setup="\n".join(plan.setup),
                         writable=tuple(dict.fromkeys(writable)))
 
 
-class _Plan:
-    def __init__(self) -> None:
-        self.files: list[tuple[str, bytes]] = []
-        self.workdir, self.env, self.build_reason = "/app", {}, None
+@dataclass
+class DockerfilePlan:
+    """A Dockerfile emulated as files + setup commands + workdir + env, or the reason it needs a build."""
+
+    files: list[tuple[str, bytes]] = field(default_factory=list)
+    setup: list[str] = field(default_factory=list)
+    """The rewritten ``RUN`` steps, each ``cd WORKDIR && /bin/sh -c STEP`` (Docker runs RUN with sh)."""
+    workdir: str = "/app"
+    env: dict[str, str] = field(default_factory=dict)
+    args: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    run_roots: set[str] = field(default_factory=set)
+    """Top-level directories the RUN steps name (``/oracle``): made writable, as in a built image."""
+    build_reason: str | None = None
+    stages: int = 0
+
+    def need_build(self, reason: str) -> None:
+        self.build_reason = self.build_reason or reason
 
 
-def _plan_dockerfile(dockerfile: Path) -> _Plan:
-    """Emulate a plain Dockerfile as files + workdir + env; otherwise say why it needs a real build."""
-    plan = _Plan()
+def plan_dockerfile(dockerfile: Path) -> DockerfilePlan:
+    """Emulate a Dockerfile as files + setup + workdir + env; otherwise say why it needs a real build."""
+    plan = DockerfilePlan()
     if not dockerfile.is_file():
         plan.workdir = "/work"
         return plan
     for instruction, args in _instructions(dockerfile.read_text()):
-        if instruction == "FROM":
-            if args.split()[0] not in BASE_NAMES:
-                plan.build_reason = f"starts FROM {args.split()[0]}, not {BASE_IMAGE}"
-        elif instruction == "WORKDIR":
-            plan.workdir = _join(plan.workdir, args.strip())
-        elif instruction == "ENV":
-            plan.env.update(_env_pairs(args))
-        elif instruction == "COPY" and not args.startswith("--from"):
-            plan.files += _copy(dockerfile.parent, args, plan.workdir)
+        handler = _HANDLERS.get(instruction)
+        if handler is not None:
+            handler(plan, args, dockerfile.parent)
+        elif instruction == "USER":
+            _add_note(plan.notes, f"USER {args.strip()} ignored: commands run as the sandbox's user")
         elif instruction not in INERT:
-            plan.build_reason = plan.build_reason or f"uses {instruction}"
-    if any(p.startswith(("/usr", "/etc", "/bin", "/lib", "/var", "/opt")) for p, _ in plan.files):
-        plan.build_reason = plan.build_reason or "copies files into system directories"
+            plan.need_build(f"uses {instruction}")
+    if any(p.split("/")[1] in SYSTEM_ROOTS for p, _ in plan.files):
+        plan.need_build("copies files into system directories")
     return plan
 
 
+def _from(plan: DockerfilePlan, args: str, context: Path) -> None:
+    words = [w for w in args.split() if not w.startswith("--")]
+    image = _expand(words[0], plan.args) if words else ""
+    plan.stages += 1
+    if plan.stages > 1:
+        plan.need_build("is a multi-stage build")
+    elif image in BASE_NAMES:
+        return
+    elif MAPPED_BASES.match(image):
+        _add_note(plan.notes, f"FROM {image} mapped to {BASE_IMAGE} (Debian 12 with Python 3.11; see docs/terminal.md)")
+    else:
+        plan.need_build(f"starts FROM {image}, not {BASE_IMAGE} or an image mapped onto it")
+
+
+def _arg(plan: DockerfilePlan, args: str, context: Path) -> None:
+    name, _, default = args.strip().partition("=")
+    plan.args.setdefault(name.strip(), _expand(default.strip().strip("\"'"), {**BASE_ENV, **plan.env, **plan.args}))
+
+
+def _env(plan: DockerfilePlan, args: str, context: Path) -> None:
+    scope = {**BASE_ENV, **plan.args, **plan.env}
+    for name, value in _env_pairs(args.replace("\\$", "\0")).items():  # an escaped \$ stays a literal $
+        plan.env[name] = scope[name] = _expand(value, scope).replace("\0", "$")
+
+
+def _workdir(plan: DockerfilePlan, args: str, context: Path) -> None:
+    plan.workdir = _join(plan.workdir, _expand(args.strip().strip("\"'"), {**BASE_ENV, **plan.args, **plan.env}))
+
+
+def _copy(plan: DockerfilePlan, args: str, context: Path) -> None:
+    if args.startswith("--from"):
+        plan.need_build("copies from another build stage")
+        return
+    words = [_expand(w, {**plan.args, **plan.env}) for w in _words(args) if not w.startswith("--")]
+    if any(re.match(r"^[a-z]+://", w) for w in words):
+        plan.need_build("ADDs a URL")
+        return
+    plan.files += _copy_files(context, words, plan.workdir)
+
+
+def _run(plan: DockerfilePlan, args: str, context: Path) -> None:
+    command = shlex.join(_json_words(args)) if args.lstrip().startswith("[") else args.strip()
+    rewritten = rewrite_line(command, plan.notes)
+    if re.fullmatch(r"\s*true(\s*(&&|\|\||;)\s*true)*\s*", rewritten):
+        return
+    plan.setup.append(f"cd {shlex.quote(plan.workdir)} && /bin/sh -c {shlex.quote(rewritten)}")
+    for top in re.findall(r"(?<![\w.$}/-])/([A-Za-z0-9_][\w.-]*)", rewritten):
+        if top not in KERNEL_ROOTS:
+            plan.run_roots.add(f"/{top}")
+
+
+_HANDLERS = {"FROM": _from, "ARG": _arg, "ENV": _env, "WORKDIR": _workdir, "COPY": _copy, "ADD": _copy, "RUN": _run}
+
+
+# ----------------------------------------------------------------------------- parsing helpers
 def _instructions(text: str) -> list[tuple[str, str]]:
-    joined = text.replace("\\\n", " ")
-    lines = [line.strip() for line in joined.splitlines() if line.strip() and not line.strip().startswith("#")]
-    return [(line.split(None, 1)[0].upper(), line.split(None, 1)[1] if " " in line else "") for line in lines]
+    lines = [line for line in text.splitlines() if not line.strip().startswith("#")]
+    joined = re.sub(r"\\[ \t]*\n", " ", "\n".join(lines))
+    words = [line.strip() for line in joined.splitlines() if line.strip()]
+    return [(line.split(None, 1)[0].upper(), line.split(None, 1)[1] if len(line.split(None, 1)) > 1 else "")
+            for line in words]
+
+
+def _expand(value: str, scope: dict[str, str]) -> str:
+    """Docker's variable substitution: ``$VAR``, ``${VAR}``, ``${VAR:-default}``, ``${VAR:+alt}``, ``\\$``."""
+
+    def substitute(match: re.Match[str]) -> str:
+        if match.group(0) == "\\$":
+            return "$"
+        name = match.group(1) or match.group(4)
+        current = scope.get(name, "")
+        if match.group(2) == "-":
+            return current or match.group(3)
+        if match.group(2) == "+":
+            return match.group(3) if current else ""
+        return current
+
+    return _VARIABLE.sub(substitute, value)
 
 
 def _env_pairs(args: str) -> dict[str, str]:
-    words = shlex.split(args)
+    words = _words(args)
     if words and "=" not in words[0]:
-        return {words[0]: " ".join(words[1:])}
+        return {words[0]: args.strip().split(None, 1)[1] if len(args.split()) > 1 else ""}
     return dict(word.split("=", 1) for word in words if "=" in word)
 
 
-def _copy(context: Path, args: str, workdir: str) -> list[tuple[str, bytes]]:
+def _words(args: str) -> list[str]:
+    """Shell-like words, keeping ``$`` references for :func:`_expand` (shlex would keep them too)."""
+    try:
+        return shlex.split(args, posix=True)
+    except ValueError as e:
+        raise ValueError(f"cannot parse Dockerfile arguments {args!r:.80}: {e}") from e
+
+
+def _json_words(args: str) -> list[str]:
+    import json
+
+    value = json.loads(args)
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"expected a JSON list of strings, got {args!r:.80}")
+    return value
+
+
+def _copy_files(context: Path, words: list[str], workdir: str) -> list[tuple[str, bytes]]:
     """COPY's files (Docker's rules: a directory source copies its contents), read from the build context only."""
-    words = [w for w in shlex.split(args) if not w.startswith("--")]
     *sources, destination = words
     into_dir = destination.endswith("/") or len(sources) > 1
     destination = _join(workdir, destination)
     copied = []
     for pattern in sources:
-        matches = sorted(context.glob(pattern)) if any(c in pattern for c in "*?[") else [context / pattern]
+        matches = sorted(context.glob(pattern.lstrip("/"))) if any(c in pattern for c in "*?[") else [context / pattern]
         for source in matches:
             if not source.resolve().is_relative_to(context.resolve()):
                 raise ValueError(f"{context}: COPY {pattern} reaches outside the build context")
             if source.is_dir():
                 copied += _tree(source, destination)
-            else:
+            elif source.is_file():
                 target = f"{destination.rstrip('/')}/{source.name}" if into_dir else destination
                 copied.append((target, source.read_bytes()))
+            else:
+                raise ValueError(f"{context}: COPY {pattern}: no such file in the build context")
     return copied
 
 
@@ -212,8 +364,15 @@ def _join(base: str, path: str) -> str:
     return posixpath.normpath(path if path.startswith("/") else f"{base.rstrip('/')}/{path}")
 
 
+def _add_note(notes: list[str], text: str) -> None:
+    if text not in notes:
+        notes.append(text)
+
+
 def _solution_command(files: list[tuple[str, bytes]], entry: str, workdir: str) -> str:
     """One shell command that writes the reference solution's files and runs its entry script."""
+    import base64
+
     parts = []
     for path, data in files:
         directory = path.rsplit("/", 1)[0]
@@ -226,8 +385,6 @@ def _solution_command(files: list[tuple[str, bytes]], entry: str, workdir: str) 
             body = text if text.endswith("\n") else text + "\n"
             parts.append(f"mkdir -p {directory} && cat > {path} <<'{marker}'\n{body}{marker}")
         else:
-            import base64
-
             encoded = base64.b64encode(data).decode()
             parts.append(f"mkdir -p {directory} && printf '%s' {encoded} | base64 -d > {path}")
     parts.append(f"cd {shlex.quote(workdir)} && bash {entry}")

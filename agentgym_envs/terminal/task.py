@@ -3,14 +3,12 @@
 A :class:`TerminalTask` is data. :func:`install` puts it into a fresh sandbox (files, then the setup
 script); after the agent submits, its ``verifier`` runs inside the same sandbox and returns a
 :class:`GradeReport` whose ``score`` (fraction of tests passed) is the episode's reward. Three verifiers
-cover the formats we run: shell-command tests (the shipped tasks), a pytest summary (Terminal-Bench) and a
-reward file (Harbor).
+cover the formats we run: shell-command tests (the shipped tasks), and, in :mod:`.verifiers`, pytest's
+JUnit report (Terminal-Bench) and a reward file (Harbor).
 """
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -96,63 +94,6 @@ class CommandTests:
         return GradeReport(results, sum(results.values()) / len(results), details)
 
 
-PYTEST_LINE = re.compile(r"^(PASSED|FAILED|ERROR|XPASS|XFAIL|SKIPPED)\s+(\S+)", re.MULTILINE)
-
-
-@dataclass(frozen=True)
-class PytestSummary:
-    """Terminal-Bench style: copy the test files in, run the test script, read pytest's ``-rA`` summary."""
-
-    files: tuple[tuple[str, bytes], ...]
-    command: str = "bash /tests/run-tests.sh"
-
-    def verify(self, box: SupervisedSandbox, task: TerminalTask) -> GradeReport:
-        for path, data in self.files:
-            box.write_file(path, data, mode=0o755)
-        result = box.run(self.command, timeout=task.timeout_s, cwd=task.workdir, env={**task.env, "TEST_DIR": "/tests"})
-        results: dict[str, bool] = {}
-        for outcome, name in PYTEST_LINE.findall(result.text()):
-            if outcome not in ("SKIPPED", "XFAIL"):
-                results[name] = outcome in ("PASSED", "XPASS")
-        if not results:
-            tail = result.text()[-600:]
-            details = f"no pytest results were found (exit {result.exit_code}):\n{tail}"
-            return GradeReport({"test-run": False}, 0.0, details)
-        return GradeReport(results, sum(results.values()) / len(results))
-
-
-@dataclass(frozen=True)
-class RewardFile:
-    """Harbor style: copy the tests in, run ``tests/test.sh``, read the reward it writes under /logs/verifier."""
-
-    files: tuple[tuple[str, bytes], ...]
-    command: str = "bash /tests/test.sh"
-
-    def verify(self, box: SupervisedSandbox, task: TerminalTask) -> GradeReport:
-        for path, data in self.files:
-            box.write_file(path, data, mode=0o755)
-        box.run(["mkdir", "-p", "/logs/verifier"], timeout=10)
-        result = box.run(self.command, timeout=task.timeout_s, cwd=task.workdir, env=dict(task.env))
-        reward = self._reward(box)
-        if reward is None:
-            return GradeReport({"reward-file": False}, 0.0, f"no reward file was written (exit {result.exit_code})")
-        return GradeReport({"reward": reward >= 1.0}, min(max(reward, 0.0), 1.0))
-
-    @staticmethod
-    def _reward(box: SupervisedSandbox) -> float | None:
-        for path, parse in (("/logs/verifier/reward.txt", float), ("/logs/verifier/reward.json", _json_reward)):
-            try:
-                return parse(box.read_file(path, max_bytes=1 << 16).decode().strip())
-            except (SandboxError, ValueError, KeyError, TypeError):
-                continue
-        return None
-
-
-def _json_reward(text: str) -> float:
-    value = json.loads(text)
-    return float(value["reward"] if isinstance(value, dict) else value)
-
-
 @dataclass(frozen=True)
 class ImageSpec:
     """A task's own image: a Docker build context, built locally (Docker backend only)."""
@@ -181,6 +122,8 @@ class TerminalTask(Task):
     timeout_s: float = 60.0
     """Wall-clock limit for the setup script and for each test."""
     source: str = "builtin"
+    notes: tuple[str, ...] = ()
+    """The import report: each rule applied while importing the task (see docs/terminal.md)."""
 
     def __post_init__(self) -> None:
         if self.difficulty not in DIFFICULTIES:
