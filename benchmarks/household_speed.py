@@ -9,7 +9,9 @@ Measures, in one run:
   (``EnvInfos(admissible_commands=True)``, the way ALFWorld runs it), and its reset time.
 
 Only ``env.step``/``env.reset`` calls are timed, not the choice of action. TextWorld is an optional
-benchmark dependency (``pip install textworld``); without it the script says so and measures ours only.
+benchmark dependency (the ``bench`` or ``games`` extra: ``pip install -e ".[bench]"``); without it the script
+says so and measures ours only. Run it with the venv's Python, activated or not (``.venv/bin/python
+benchmarks/household_speed.py``): ``tw-make`` is looked up beside that Python first.
 
     python benchmarks/household_speed.py [--seconds 3] [--tw-rooms 1] [--tw-objects 35]
 """
@@ -17,8 +19,10 @@ benchmark dependency (``pip install textworld``); without it the script says so 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -73,10 +77,17 @@ def measure_ours(seconds: float) -> list[tuple[str, str, float, float | None]]:
     return rows
 
 
+def tw_make() -> str | None:
+    """The ``tw-make`` of the textworld installed for *this* Python: the script beside ``sys.executable``
+    (a venv's ``bin/``, found without activating the venv), else one on ``PATH``, else ``None``."""
+    beside = Path(sys.executable).parent / ("tw-make.exe" if os.name == "nt" else "tw-make")
+    return str(beside) if beside.is_file() and os.access(beside, os.X_OK) else shutil.which("tw-make")
+
+
 def make_textworld_game(directory: Path, rooms: int, objects: int) -> Path:
     """A game from ``tw-make custom`` (TextWorld's own generator, compiled to a Z-machine file)."""
     path = directory / "game.z8"
-    command = ["tw-make", "custom", "--world-size", str(rooms), "--nb-objects", str(objects),
+    command = [tw_make() or "tw-make", "custom", "--world-size", str(rooms), "--nb-objects", str(objects),
                "--quest-length", "5", "--seed", "1234", "--output", str(path), "-f", "--silent"]
     subprocess.run(command, check=True, capture_output=True, text=True, timeout=600)
     return path
@@ -87,9 +98,10 @@ def measure_textworld(seconds: float, rooms: int, objects: int) -> tuple[list[tu
     try:
         import textworld
     except ImportError as e:
-        return [], f"textworld is not installed ({e}); `pip install textworld` (v1.7.0 measured) to compare."
-    if shutil.which("tw-make") is None:
-        return [], "textworld is installed but its `tw-make` command is not on PATH."
+        return [], f"textworld is not installed ({e}); `pip install -e '.[bench]'` (textworld 1.7.0 measured) to compare."
+    if tw_make() is None:
+        return [], (f"textworld is installed but its `tw-make` command is neither beside {sys.executable} nor on "
+                    "PATH; reinstall textworld into this Python (`pip install textworld`).")
     with tempfile.TemporaryDirectory() as tmp:
         try:
             game = make_textworld_game(Path(tmp), rooms, objects)

@@ -9,6 +9,7 @@ into ``hidden`` (N, H) and ``weight`` (V, H):
               ``logsumexp``; entropies as TRL's ``entropy_from_logits`` (chunks of 128 rows, no grad)
     chunked   ours, ``trainer.kernels.linear_logprob_entropy(backend="torch")`` ([256, V] at a time)
     liger     Liger-Kernel's ``LigerFusedLinearGRPOLoss`` (chunked loss, one sequence per chunk) if installed
+              (``pip install -e ".[bench]"``; see docs/benchmarks.md)
     triton    ours, ``backend="triton"`` (CUDA only)
 
 Method. Each variant runs in a fresh subprocess, so one's allocations cannot hide another's. On GPU the
@@ -28,6 +29,7 @@ loss computation itself needs — the quantity the kernels exist to shrink. Time
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import resource
@@ -192,6 +194,9 @@ def main(argv=None) -> None:
     for v in args.variants:
         if v == "triton" and args.device != "cuda":
             print(f"{v:<10}{'-':>11}{'-':>11}{'-':>9}  skipped: needs CUDA")
+            continue
+        if v == "liger" and importlib.util.find_spec("liger_kernel") is None:
+            print(f"{v:<10}{'-':>11}{'-':>11}{'-':>9}  skipped: needs liger-kernel (pip install -e '.[bench]')")
             continue
         r = rows[v] = run_variant(v, args)
         if "error" in r:

@@ -6,7 +6,8 @@ observations) so that TRL, which has no multi-turn rollouts, does the same work.
 
     python benchmarks/trainer_step.py [--prompts 8] [--group 4] [--new-tokens 16] [--repeats 3]
 
-Prints seconds per update for each trainer and the ratio (TRL / ours). A measurement, not a test.
+Prints seconds per update for each trainer and the ratio (TRL / ours). A measurement, not a test. TRL and
+``datasets`` come with the ``bench`` extra (``pip install -e ".[bench]"``; see docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -105,7 +106,7 @@ def main() -> None:
         ratio = statistics.median(trl_s) / statistics.median(ours_s)
         print(f"  TRL GRPOTrainer: {statistics.median(trl_s):.3f} s (median of {len(trl_s)}); TRL/ours = {ratio:.2f}x")
     else:
-        print("  TRL GRPOTrainer: not measured (pip install trl datasets)")
+        print('  TRL GRPOTrainer: not measured (needs trl and datasets: pip install -e ".[bench]")')
 
 
 if __name__ == "__main__":
