@@ -98,7 +98,8 @@ def measure_textworld(seconds: float, rooms: int, objects: int) -> tuple[list[tu
     try:
         import textworld
     except ImportError as e:
-        return [], f"textworld is not installed ({e}); `pip install -e '.[bench]'` (textworld 1.7.0 measured) to compare."
+        return [], (f"textworld is not installed ({e}); `pip install -e '.[bench]'` (textworld 1.7.0 measured) "
+                    "to compare.")
     if tw_make() is None:
         return [], (f"textworld is installed but its `tw-make` command is neither beside {sys.executable} nor on "
                     "PATH; reinstall textworld into this Python (`pip install textworld`).")

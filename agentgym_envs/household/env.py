@@ -7,7 +7,8 @@ Episode: ``reset`` builds task ``i`` of the set (``options={"task_index": i}``, 
 ``self.np_random`` for a plain ``reset(seed=s)``); ``info["task_id"]`` is ``household/<split>/<index>``,
 the same id in the all-types and the per-type envs. Each ``step`` is one ALFWorld command. The task's
 :class:`~agentgym_envs.household.tasks.TaskSpec` and the :class:`~agentgym_envs.household.world.World`
-are readable as ``env.unwrapped.task_spec`` and ``env.unwrapped.world`` (for analysis; not for agents).
+are readable as ``env.unwrapped.task_spec`` and ``env.unwrapped.world`` (for analysis; not for agents);
+``env.unwrapped.use_world(world, spec)`` goes on in a hand-built room (tests, replays of ALFWorld transcripts).
 
 * Observations are ALFWorld's text (see :mod:`~agentgym_envs.household.render`); the first one ends with
   "Your task is to: <goal>". ``put X in/on Y`` is answered "You put the X in/on the Y." and the newer
@@ -105,6 +106,15 @@ class HouseholdEnv(TaskEnv):
         self._build_tables()
         info["metrics"] = {**self._metrics(), "task_index": float(self.task_index)}
         return render.welcome(self.world, instruction(self.task_spec)), info
+
+    def use_world(self, world: World, spec: TaskSpec) -> str:
+        """Go on with the current episode (after ``reset``) in a hand-built ``world`` with goal ``spec``,
+        and return its first observation. For tests and for replaying ALFWorld transcripts in the room
+        they show; ``info["task_id"]`` stays the reset task's."""
+        self.task_spec, self.world, self.knowledge = spec, world, Knowledge(world)
+        self._reached, self._paid = set(), 0.0
+        self._build_tables()
+        return render.welcome(world, instruction(spec))
 
     def _step(self, action: str) -> Step:
         command = self._local.get(action) or self._go_table.get(action)

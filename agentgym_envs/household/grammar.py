@@ -6,9 +6,9 @@ Canonical forms (what ``info["valid_actions"]`` lists) are ALFWorld's::
     cool X with Y | slice X with Y | use X | examine X | inventory | look
 
 The parser accepts the near misses models actually write: ``put X in Y`` / ``on Y`` / ``into Y``
-(ALFWorld users trip over ``in/on``), ``move X to Y`` (ALFWorld 0.4+'s own form), ``pick up X``, ``take X`` (from wherever it is),
-``go fridge 1``, articles (``the fridge 1``), glued numbers (``apple1``), and unnumbered kinds
-(``open fridge``, resolved against the admissible commands when exactly one fits).
+(ALFWorld users trip over ``in/on``), ``move X to Y`` (ALFWorld 0.4+'s own form), ``pick up X``,
+``take X`` (from wherever it is), ``go fridge 1``, articles (``the fridge 1``), glued numbers (``apple1``),
+and unnumbered kinds (``open fridge``, resolved against the admissible commands when exactly one fits).
 
 >>> parse("Put the Apple1 into fridge 1.")
 Command(verb='put', obj='apple 1', target='fridge 1')

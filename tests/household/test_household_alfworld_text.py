@@ -24,7 +24,6 @@ from agentgym_envs.household import render
 from agentgym_envs.household.catalog import OPENABLE
 from agentgym_envs.household.env import HouseholdEnv
 from agentgym_envs.household.goals import instruction
-from agentgym_envs.household.knowledge import Knowledge
 from agentgym_envs.household.tasks import CLEAN, COOL, EXAMINE, HEAT, PICK_PLACE, PICK_TWO, TaskSpec
 from agentgym_envs.household.world import Command, Receptacle, Thing, World
 
@@ -39,7 +38,8 @@ GOALS = {
     "act_examine_1": (EXAMINE, "pen", "desklamp", 1),
 }
 _NAME = re.compile(r"a ([a-z]+ \d+)")
-_VIEW = re.compile(r"(?:On the (?P<top>[a-z]+ \d+), you see|The (?P<inside>[a-z]+ \d+) is open\. In it, you see) (?P<list>.*)\.$")
+_VIEW = re.compile(r"(?:On the (?P<top>[a-z]+ \d+), you see|The (?P<inside>[a-z]+ \d+) is open\. In it, you see) "
+                   r"(?P<list>.*)\.$")
 
 
 def _natural(name: str) -> tuple[str, int]:
@@ -73,14 +73,11 @@ def _room(first: str, steps: list[tuple[str, str]]) -> World:
     return World("room", receptacles, objects)
 
 
-def _env_in(world: World, spec: TaskSpec) -> HouseholdEnv:
-    """A HouseholdEnv playing ``world`` (the env has no public way to load a hand-built room)."""
+def _env_in(world: World, spec: TaskSpec) -> tuple[HouseholdEnv, str]:
+    """A HouseholdEnv playing ``world`` towards ``spec``, and its first observation."""
     env = HouseholdEnv()
     env.reset(seed=0)
-    env.task_spec, env.world, env.knowledge = spec, world, Knowledge(world)
-    env._reached, env._paid = set(), 0.0
-    env._build_tables()
-    return env
+    return env, env.use_world(world, spec)
 
 
 def _as_react_saw_it(observation: str, action: str) -> str:
@@ -99,10 +96,9 @@ def test_react_transcripts_replay_word_for_word(name: str) -> None:
     world = _room(first, steps)
     task_type, obj, target, phrasing = GOALS[name]
     spec = TaskSpec("train", 0, task_type, 1, obj, target, phrasing, 0)
-    welcome = render.welcome(world, instruction(spec))
+    env, welcome = _env_in(world, spec)
     assert welcome.startswith("-= Welcome to TextWorld, ALFRED! =-\n\n")
     assert "\n".join(welcome.split("\n\n")[1:]) == first  # ReAct: '\n'.join(ob.split('\n\n')[1:])
-    env = _env_in(world, spec)
     for i, (action, expected) in enumerate(steps):
         observation, reward, terminated, _, info = env.step(action)
         assert info["action_valid"], (action, observation)
@@ -170,9 +166,9 @@ def test_other_sentences_match_alfworlds_grammar() -> None:
     assert render.result(world, Command("inventory")) == "You are carrying: a knife 1."
     world.apply(Command("slice", "apple 1", "knife 1"))
     assert render.result(world, Command("slice", "apple 1", "knife 1")) == "You sliced the apple 1 with the knife 1."
-    assert render.result(world, Command("put", "knife 1", "countertop 1")) == "You put the knife 1 in/on the countertop 1."
-    assert render.result(world, Command("put", "knife 1", "countertop 1"), moved=True) == (
-        "You move the knife 1 to the countertop 1.")
+    put = Command("put", "knife 1", "countertop 1")
+    assert render.result(world, put) == "You put the knife 1 in/on the countertop 1."
+    assert render.result(world, put, moved=True) == "You move the knife 1 to the countertop 1."
     world.apply(Command("go", "cabinet 2"))
     assert render.result(world, Command("examine", "cabinet 2")) == "The cabinet 2 is closed."
     world.apply(Command("open", "cabinet 2"))
@@ -187,7 +183,7 @@ def test_env_answers_move_and_put_in_their_own_words() -> None:
     """``move X to Y`` (ALFWorld 0.4+) gets ALFWorld 0.4+'s answer; ``put X in/on Y`` the older one."""
     world = _kitchen()
     spec = TaskSpec("train", 0, PICK_PLACE, 1, "apple", "cabinet", 0, 0)
-    env = _env_in(world, spec)
+    env, _ = _env_in(world, spec)
     for action, answer in (("go to countertop 1", None), ("take apple 1 from countertop 1", None),
                            ("move apple 1 to countertop 1", "You move the apple 1 to the countertop 1."),
                            ("take apple 1 from countertop 1", None),
@@ -201,7 +197,7 @@ def test_env_answers_move_and_put_in_their_own_words() -> None:
 
 
 def test_anything_alfworld_cannot_do_starts_with_nothing_happens() -> None:
-    env = _env_in(_kitchen(), TaskSpec("train", 0, PICK_PLACE, 1, "apple", "cabinet", 0, 0))
+    env, _ = _env_in(_kitchen(), TaskSpec("train", 0, PICK_PLACE, 1, "apple", "cabinet", 0, 0))
     for action in ("dance", "take apple 9 from countertop 1", "go to cabinet 7", "open countertop 1"):
         observation, _, _, _, info = env.step(action)
         assert not info["action_valid"] and observation.startswith("Nothing happens."), (action, observation)
