@@ -105,7 +105,7 @@ def _process_start(pid: int) -> str:
 
 @dataclass
 class Claim:
-    """What one claim got, and how many unstored episodes other live runners hold right now."""
+    """What one claim got, and how many unstored episodes other live runners hold right now (who: ``holders``)."""
 
     keys: list[Key]
     elsewhere: int
@@ -125,7 +125,10 @@ class LeaseBook:
         self.run, self.plan, self.lease_s = run, plan, lease_s
         self.owner = owner or Owner.me()
         self.db = sqlite3.connect(str(path), timeout=30.0, isolation_level=None, check_same_thread=False)
+        self.db.execute("PRAGMA synchronous=NORMAL")  # as the store's own writes: durable against a killed process
         self._lock = threading.Lock()
+        self._settled = 0
+        """Plan positions before this are stored, given up or this runner's: never claimable again."""
         self._stop = threading.Event()
         self._heartbeat = threading.Thread(target=self._beat, name="lease-heartbeat", daemon=True)
         with self._transaction():
@@ -136,7 +139,12 @@ class LeaseBook:
                              self.owner.started_at, time.time()))
 
     def claim(self, n: int, skip: set[Key]) -> Claim:
-        """Lease up to ``n`` claimable episodes of the plan (in plan order), never one in ``skip``."""
+        """Lease up to ``n`` claimable episodes of the plan (in plan order), never one in ``skip``.
+
+        ``skip`` only grows, and this runner's own leases end stored or in ``skip``, so the plan's prefix of
+        such episodes is not looked at again. ``claim(0, skip)`` claims nothing and counts every episode
+        held elsewhere (a claim that filled up stops counting early).
+        """
         with self._transaction():
             now = time.time()
             stored = self._stored()
@@ -144,16 +152,21 @@ class LeaseBook:
                 "SELECT entry, episode_index, owner, expires_at FROM leases WHERE run_id = ? AND suite_version = ?",
                 (self.run.id, self.run.suite_version))}
             live = self._live_owners({o for o, _ in leases.values()} - {self.owner.id})
-            keys, elsewhere, held = [], 0, set()
-            for key in self.plan:
+            keys, elsewhere, held, settled = [], 0, set(), True
+            for position in range(self._settled, len(self.plan)):
+                key = self.plan[position]
                 owner, expires = leases.get(key, (None, 0.0))
                 if key in stored or key in skip or owner == self.owner.id:  # done, given up, or in flight here
+                    self._settled += settled  # such a key never becomes claimable again: skip it next time
                     continue
+                settled = False
                 if owner is not None and expires > now and owner in live:
                     elsewhere += 1
                     held.add(owner)
                 elif len(keys) < n:
                     keys.append(key)
+                elif n:
+                    break  # enough: the count of episodes held elsewhere is then a lower bound
             self.db.executemany("INSERT OR REPLACE INTO leases VALUES (?, ?, ?, ?, ?, ?)",
                                 [(self.run.id, self.run.suite_version, e, i, self.owner.id, now + self.lease_s)
                                  for e, i in keys])

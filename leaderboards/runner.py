@@ -201,8 +201,8 @@ def _progress(d: _Drive) -> str:
     """``done/total`` over all runners (the store's count), this runner's share, and who else is playing."""
     line = (f"  {d.store.count(d.summary.run)}/{d.summary.planned} episodes stored, {d.summary.played} by this "
             f"runner, {d.summary.infra_failures} infrastructure failure(s)")
-    claim = d.elsewhere
-    if claim and claim.elsewhere:
+    claim = d.book.claim(0, d.skip)  # a look: claims nothing, counts every episode other runners hold
+    if claim.elsewhere:
         line += (f"; {claim.elsewhere} being played by {len(claim.holders)} other runner(s) "
                  f"({'; '.join(o.describe() for o in claim.holders)})")
     return line

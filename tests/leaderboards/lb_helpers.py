@@ -103,17 +103,24 @@ def flaky_attempts() -> dict[tuple[str, int], int]:
 class SleepyEnv(TextEnv):
     """Say ``win`` to win, ``wait`` to wait; each step sleeps ``delay`` seconds (slow without using the CPU).
 
+    With ``gate`` (a path), each reset waits until that file exists: a test can hold runners at the start line.
+
     For tests that need a run to last while something else happens (a second runner, a kill), on a loaded
     2-core machine: sleeping costs no CPU, so the timing barely depends on the load.
     """
 
     system_prompt = "Reply wait or win."
 
-    def __init__(self, delay: float = 0.05, length: int = 4, render_mode: str | None = None):
+    def __init__(self, delay: float = 0.05, length: int = 4, gate: str = "", render_mode: str | None = None):
         super().__init__(render_mode=render_mode)
-        self.delay, self.length, self.t = delay, length, 0
+        self.delay, self.length, self.gate, self.t = delay, length, gate, 0
 
     def _reset(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        import time
+
+        deadline = time.monotonic() + 60  # with a gate, no episode starts before the test creates that file
+        while self.gate and not os.path.exists(self.gate) and time.monotonic() < deadline:
+            time.sleep(0.01)
         self.t = 0
         return "Wait, then win.", {"instruction": "Win after waiting."}
 
