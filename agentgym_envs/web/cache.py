@@ -5,8 +5,9 @@ pure functions of ``(vocabulary version, num_products, seed)``, so a process tha
 loads them in a fraction of that. The cache lives in ``$AGENTGYM_CACHE_DIR/web`` (default
 ``~/.cache/agentgym/web``); set ``AGENTGYM_CACHE_DIR=off`` to disable it. Entries are written to a temporary
 directory and renamed into place, so concurrent processes never read a half-written entry; a corrupt or
-unreadable entry is rebuilt. The files are pickles and ``.npy`` arrays written by this package: only point
-the cache at a directory you control.
+unreadable entry is rebuilt. The files are JSON (stamped with their layout's version) and ``.npy`` arrays
+read with ``allow_pickle=False``: nothing in the cache is unpickled, so a planted file cannot run code (at
+worst it is rebuilt, or shows wrong products when it imitates the layout exactly: keep the directory yours).
 """
 
 from __future__ import annotations

@@ -19,8 +19,9 @@ True
 
 from __future__ import annotations
 
+import gc
+import json
 import math
-import pickle
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
@@ -256,23 +257,60 @@ def catalogue_key(num_products: int, seed: int) -> str:
     return f"v{VOCAB_VERSION}-n{num_products}-s{seed}"
 
 
-_LOCK = threading.Lock()
+#: Layout of the cached ``products.json``; a different stamp makes the entry rebuild.
+PRODUCTS_FORMAT = {"format": "agentgym-web-products", "version": 1}
+
+
+def products_to_json(products: list[Product], key: str) -> str:
+    """The products as JSON (no code runs when it is read back), stamped with the layout and catalogue key."""
+    rows = [[p.index, p.asin, p.type_id, p.brand, p.title, p.price, p.attributes, p.options, p.stars] for p in products]
+    return json.dumps({**PRODUCTS_FORMAT, "key": key, "products": rows}, separators=(",", ":"))
+
+
+def products_from_json(text: str, key: str) -> list[Product]:
+    """Products written by :func:`products_to_json` for ``key``; ``ValueError`` for anything else.
+
+    The garbage collector is paused meanwhile: the rows are acyclic, and its passes over the growing heap
+    of tuples would more than double the load time (about 80 ms for 10,000 products, a pickle's 50 ms).
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _rows_to_products(text, key)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _rows_to_products(text: str, key: str) -> list[Product]:
+    data = json.loads(text)
+    if not isinstance(data, dict) or {k: data.get(k) for k in PRODUCTS_FORMAT} != PRODUCTS_FORMAT or data.get("key") != key:
+        raise ValueError(f"expected a products file stamped {PRODUCTS_FORMAT} for {key}, got another")
+    products = [Product(index, asin, type_id, brand, title, price, tuple(attributes),
+                        tuple([(name, tuple(values)) for name, values in options]), tuple(stars))
+                for index, asin, type_id, brand, title, price, attributes, options, stars in data["products"]]
+    if [p.index for p in products] != list(range(len(products))):
+        raise ValueError("expected products numbered 0, 1, 2, ... in a products file, got another order")
+    return products
 
 
 @lru_cache(maxsize=4)
 def _cached(num_products: int, seed: int) -> Catalogue:
+    key = catalogue_key(num_products, seed)
+
     def save(catalogue: Catalogue, path: Path) -> None:
-        with open(path / "products.pkl", "wb") as f:
-            pickle.dump(catalogue.products, f, protocol=pickle.HIGHEST_PROTOCOL)
+        (path / "products.json").write_text(products_to_json(catalogue.products, key), encoding="utf-8")
 
     def load(path: Path) -> Catalogue:
-        with open(path / "products.pkl", "rb") as f:
-            products = pickle.load(f)
+        products = products_from_json((path / "products.json").read_text(encoding="utf-8"), key)
         if len(products) != num_products:
             raise ValueError("cache entry does not match its key")
         return Catalogue(num_products, seed, products)
 
-    return cached(f"catalogue-{catalogue_key(num_products, seed)}", lambda: Catalogue(num_products, seed), save, load)
+    return cached(f"catalogue-{key}", lambda: Catalogue(num_products, seed), save, load)
+
+
+_LOCK = threading.Lock()
 
 
 def load_catalogue(num_products: int = 10_000, seed: int = 0) -> Catalogue:
