@@ -126,11 +126,18 @@ class TurnBasedTextEnv(AECEnv):
         return text if len(text) <= MAX_OBSERVATION_CHARS else text[: MAX_OBSERVATION_CHARS - 1] + "…"
 
     def render(self) -> str | None:
-        if self.game is None or not self.agents:
-            return None
-        text = self.observe(self.agent_selection)
+        """The position as the player to act sees it; once the game is over, the final position and result.
+
+        ``ansi`` returns the text (before the first ``reset`` too: an empty string), ``human`` prints it.
+        """
+        if self.game is None:
+            text = ""
+        else:  # after the game, agent_selection still names the last player to move (agents is empty)
+            agent = self.agent_selection if self.agent_selection in self.possible_agents else self.possible_agents[0]
+            text = self.observe(agent)
         if self.render_mode == "human":
-            print(text)
+            if text:
+                print(text)
             return None
         return text
 

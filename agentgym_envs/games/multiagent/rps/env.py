@@ -128,9 +128,11 @@ class RockPaperScissorsParallelEnv(ParallelEnv):
         return observations, rewards, terminations, truncations, infos
 
     def render(self) -> str | None:
-        text = self._observe(0) if self.game is not None else None
-        if self.render_mode == "human" and text is not None:
-            print(text)
+        """The match from player_0's side (finished matches included); ``ansi`` returns it, ``human`` prints it."""
+        text = self._observe(0) if self.game is not None else ""
+        if self.render_mode == "human":
+            if text:
+                print(text)
             return None
         return text
 
