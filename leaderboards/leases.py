@@ -176,7 +176,8 @@ class LeaseBook:
         """Hand an episode back (given up after repeated infrastructure failures: another runner may try it)."""
         with self._transaction():
             self.db.execute("DELETE FROM leases WHERE run_id = ? AND suite_version = ? AND entry = ? AND "
-                            "episode_index = ? AND owner = ?", (self.run.id, self.run.suite_version, *key, self.owner.id))
+                            "episode_index = ? AND owner = ?",
+                            (self.run.id, self.run.suite_version, *key, self.owner.id))
 
     def renew(self) -> None:
         """Push back the expiry of every lease this runner holds (the heartbeat does this)."""

@@ -163,7 +163,8 @@ def _drive(d: _Drive) -> None:
                 _settle(d, outcome)
                 if streak >= d.options.max_consecutive_infra:
                     raise RunAborted(f"{streak} infrastructure failures in a row (last: {outcome.failure.error}); "
-                                     f"stopping. {_kept(d.store, run)} Fix the cause and rerun the same command to resume.")
+                                     f"stopping. {_kept(d.store, run)} Fix the cause and rerun the same command to "
+                                     "resume.")
             if d.options.progress and time.perf_counter() - noted > d.options.progress_s:
                 noted = time.perf_counter()
                 _say(d.options, _progress(d))
@@ -225,7 +226,8 @@ def _settle(d: _Drive, outcome: Outcome) -> None:
         d.skip.add(key)
         d.book.release(key)
         d.summary.gave_up.append(key)
-        _say(d.options, f"  gave up on {failure.entry} #{job.episode_index} after {job.attempt} attempts: {failure.error}")
+        _say(d.options, f"  gave up on {failure.entry} #{job.episode_index} after {job.attempt} attempts: "
+                        f"{failure.error}")
 
 
 def _drain(d: _Drive) -> None:

@@ -10,8 +10,11 @@ Keys: a run is ``(name, suite, suite_version)``; an episode is unique per
 Several processes may write one store at once (runners sharing a run through :mod:`leaderboards.leases`,
 or separate runs): the file is in WAL mode while written, every connection waits up to 30 s for a lock
 (``busy_timeout``), and every write transaction starts with ``BEGIN IMMEDIATE``, so a read-then-write (a
-run created twice, the schema created twice) cannot interleave with another writer's. The ``schema_version`` table says how to read the file;
-a store from a newer agentgym is refused rather than misread. Opening never rewrites an existing file that
+run created twice, the schema created twice) cannot interleave with another writer's.
+
+The ``schema_version`` table says how to read the file; a store from a newer agentgym is refused rather
+than misread. The runners' ``leases`` and ``runners`` tables (:mod:`leaderboards.leases`) are added by the
+first runner that needs them, within version 1: older readers ignore them. Opening never rewrites an existing file that
 is not a healthy store of ours: it raises :class:`~leaderboards.errors.StoreError` and leaves it as it was.
 """
 
@@ -148,8 +151,8 @@ class Store:
         if found is None:
             with self.db:  # OR IGNORE: another runner may have created the same run since the lookup
                 self.db.execute(
-                    "INSERT OR IGNORE INTO runs (name, policy, suite, suite_version, suite_fingerprint, suite_json, config_json,"
-                    " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT OR IGNORE INTO runs (name, policy, suite, suite_version, suite_fingerprint, suite_json,"
+                    " config_json, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     (name, policy, suite.name, suite.version, suite.fingerprint, suite.to_json(),
                      json.dumps(config, sort_keys=True), _now()))
             found = self.find_run(name, suite.name, suite.version)

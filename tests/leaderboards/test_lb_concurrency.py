@@ -259,7 +259,8 @@ time.sleep(60)
 """
 PARENT = """
 import os, subprocess, sys, time
-child = subprocess.Popen([sys.executable, "-c", sys.argv[1], sys.argv[2], str(os.getpid())], stdout=subprocess.PIPE, text=True)
+child = subprocess.Popen([sys.executable, "-c", sys.argv[1], sys.argv[2], str(os.getpid())],
+                         stdout=subprocess.PIPE, text=True)
 assert child.stdout.readline() == "tied\\n"
 print(child.pid, flush=True)
 time.sleep(60)
