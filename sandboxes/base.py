@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 TRUNCATION_MARKER = "\n…[{n} bytes truncated]…\n"
+SHM_MB = 16  # the size of each sandbox's /dev/shm
+SUPERVISOR_RESERVE_MB = 192  # beyond full tmpfs mounts: the supervisor answering a 32 MiB read_file, and a shell
 
 
 class SandboxError(Exception):
@@ -68,9 +70,11 @@ class Limits:
     cpu_seconds: int = 120
     """CPU time per process (RLIMIT_CPU): bounds busy loops that outlive their wall-clock timeout."""
     memory_mb: int = 1024
-    """Address space per process (RLIMIT_AS); Docker also caps the whole container's memory at this."""
+    """Memory of the whole sandbox: all its processes together and its RAM-backed files (a cgroup on both
+    backends; see :attr:`sandbox_memory_mb` for when files need more), and the address space of each process
+    (RLIMIT_AS)."""
     processes: int = 256
-    """Processes and threads in the sandbox (RLIMIT_NPROC in bubblewrap's user namespace; Docker's pids cgroup)."""
+    """Processes and threads in the sandbox (a pids cgroup on both backends, plus RLIMIT_NPROC on bubblewrap)."""
     file_size_mb: int = 256
     """Largest file a process may write (RLIMIT_FSIZE)."""
     disk_mb: int = 256
@@ -80,7 +84,7 @@ class Limits:
     output_bytes: int = 1 << 20
     """Bound on stdout plus stderr returned per command (head and tail kept, the middle marked)."""
     cpus: float = 1.0
-    """CPU share (Docker only: bubblewrap has no cgroups and relies on ``cpu_seconds``)."""
+    """CPU bandwidth of the whole sandbox, in CPUs (a cgroup quota on both backends)."""
     writable: tuple[str, ...] = ("/work", "/tmp", "/home/agent")
     """Directories the sandboxed code may write; the first is the default working directory."""
 
@@ -99,6 +103,17 @@ class Limits:
     @property
     def workdir(self) -> str:
         return self.writable[0]
+
+    @property
+    def sandbox_memory_mb(self) -> int:
+        """The whole-sandbox memory limit: ``memory_mb``, raised when the tmpfs mounts could hold more.
+
+        Files in the writable tmpfs mounts (and /dev/shm) are RAM charged to the sandbox. Were the limit
+        below what they can hold plus :data:`SUPERVISOR_RESERVE_MB`, an agent that fills its disks would
+        leave no memory for the supervisor, whose death is not the agent's outcome but a dead sandbox.
+        """
+        tmpfs = len(self.writable) * self.disk_mb + SHM_MB
+        return max(self.memory_mb, tmpfs + SUPERVISOR_RESERVE_MB)
 
 
 @runtime_checkable

@@ -1,10 +1,24 @@
 """Untrusted Python inside a sandbox, driven from the host over a JSON-lines pipe.
 
-Model-written code (generated environments, skills) is never ``exec``'d in the host process. The runner
-writes the source into a sandbox, starts ``python3`` there on a small harness, and calls the module's
-functions by name: each call is one JSON line down the process's stdin, each answer one JSON line up its
-stdout. The untrusted code's own prints go to stderr, so they cannot forge answers; answers are
-bounded, and a timeout kills the process (the next call starts it again from the source).
+Model-written code (generated environments, skills, a designer's environment in a meta-env) is never
+``exec``'d in the host process. The runner starts ``python3`` in a sandbox on a small trusted harness
+(:data:`HARNESS`, passed as ``-c`` so no file in the sandbox can replace it) and calls the module's
+functions by name: each call is one JSON line down the process's stdin, each answer one JSON line up.
+
+What is guaranteed, and how:
+
+- The reply channel to the host is out of the untrusted code's reach. The harness forks; the untrusted
+  module runs only in the child, which keeps no descriptor of the host's pipes (its stdout and stderr are
+  the process's stderr). The harness is non-dumpable (same-uid code can neither open its pipes through
+  ``/proc/PID/fd`` nor read its memory) and the sandbox's seccomp filter denies ``ptrace`` and
+  ``process_vm_*``; so writing to fd 1 or 3, or to ``/proc/<harness>/fd/1``, forges nothing.
+- An answer is for the call in flight. The harness gives each call a fresh random nonce and relays only
+  the child's line that carries it; anything else the untrusted code writes is dropped. Answers cannot be
+  written ahead of a call, replayed, or attributed to another call; they are bounded (:data:`MAX_ANSWER`)
+  and must be JSON.
+- What the untrusted code *can* decide is what its own functions return or raise: results are data to be
+  checked by the caller, never trusted verdicts. It can also stop answering (a timeout, after which the
+  process is killed and the next call starts it again from the source) or kill the harness (``died``).
 
 >>> with sandboxes.make("bwrap") as box:                               # doctest: +SKIP
 ...     runner = PythonRunner(box, "def add(a, b):\\n    return a + b\\n")
@@ -21,27 +35,115 @@ from typing import Any
 from .base import SandboxError
 from .supervised import SupervisedSandbox
 
+MAX_ANSWER = 16 << 20
+
 HARNESS = r'''
-import json, os, sys, traceback
-protocol = os.fdopen(os.dup(1), "w", buffering=1)
-os.dup2(2, 1)
-namespace = {"__name__": "untrusted"}
-with open(sys.argv[1]) as f:
-    exec(compile(f.read(), sys.argv[1], "exec"), namespace)
-protocol.write(json.dumps({"ready": True}) + "\n")
-for line in sys.stdin:
-    request = json.loads(line)
+import json, os, sys
+MAX = int(sys.argv[2])
+def undumpable():
+    import ctypes
+    if ctypes.CDLL(None).prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE
+        raise OSError("prctl(PR_SET_DUMPABLE, 0) failed")
+def child(path, requests, answers):
+    os.dup2(requests, 0)
+    os.dup2(2, 1)
+    os.dup2(answers, 3)
+    os.closerange(4, 1 << 16)
+    import traceback
+    out = os.fdopen(3, "w", buffering=1)
+    sys.stdin = os.fdopen(0, "r")
+    sys.stdout = sys.stderr
+    sys.path.insert(0, os.path.dirname(path))
+    namespace = {"__name__": "untrusted", "__file__": path}
+    with open(path) as f:
+        exec(compile(f.read(), path, "exec"), namespace)
+    out.write(json.dumps({"ready": True}) + "\n")
+    for line in sys.stdin:
+        request = json.loads(line)
+        try:
+            target = namespace[request["method"].split(".")[0]]
+            for attribute in request["method"].split(".")[1:]:
+                target = getattr(target, attribute)
+            text = json.dumps({"nonce": request["nonce"], "result": target(*request["args"], **request["kwargs"])})
+        except BaseException as e:
+            error = {"type": type(e).__name__, "message": str(e)[:2000], "traceback": traceback.format_exc()[-4000:]}
+            text = json.dumps({"nonce": request["nonce"], "error": error})
+        out.write(text + "\n")
+class Lines:
+    TOO_LONG = False
+    def __init__(self, fd):
+        self.fd, self.rest = fd, b""
+    def next(self):
+        """The child's next line; None at its end, TOO_LONG for a line over MAX (read and dropped)."""
+        parts, size, chunk, self.rest = [], 0, self.rest, b""
+        while b"\n" not in chunk:
+            size += len(chunk)
+            parts = [] if size > MAX else parts + [chunk]
+            chunk = os.read(self.fd, 1 << 16)
+            if not chunk:
+                return None
+        head, self.rest = chunk.split(b"\n", 1)
+        if size + len(head) > MAX:
+            return self.TOO_LONG
+        return b"".join(parts) + head
+def parse(line, nonce):
     try:
-        target = namespace[request["method"].split(".")[0]]
-        for attribute in request["method"].split(".")[1:]:
-            target = getattr(target, attribute)
-        answer = {"id": request["id"], "result": target(*request.get("args", []), **request.get("kwargs", {}))}
-        text = json.dumps(answer)
-    except BaseException as e:
-        error = {"type": type(e).__name__, "message": str(e)[:2000], "traceback": traceback.format_exc()[-4000:]}
-        text = json.dumps({"id": request.get("id"), "error": error})
-    protocol.write(text + "\n")
+        answer = json.loads(line)
+    except Exception:
+        return None
+    if not isinstance(answer, dict) or answer.get("nonce") != nonce:
+        return None
+    if "result" in answer:
+        return {"result": answer["result"]}
+    error = answer.get("error") if isinstance(answer.get("error"), dict) else {}
+    return {"error": {k: str(error.get(k, ""))[:4000] for k in ("type", "message", "traceback")}}
+def relay(to_child, lines):
+    protocol = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    while True:
+        line = lines.next()
+        if line is None:
+            sys.exit("the untrusted code exited before it was ready")
+        try:
+            if json.loads(line) == {"ready": True}:
+                break
+        except Exception:
+            pass
+    protocol.write(json.dumps({"ready": True}) + "\n")
+    for line in sys.stdin:
+        request, nonce = json.loads(line), os.urandom(16).hex()
+        os.write(to_child, (json.dumps({"nonce": nonce, "method": request["method"], "args": request["args"],
+                                        "kwargs": request["kwargs"]}) + "\n").encode())
+        answer = None
+        while answer is None:
+            line = lines.next()
+            if line is None:
+                sys.exit("the untrusted code exited")
+            if line is Lines.TOO_LONG:
+                answer = {"error": {"type": "RunnerError", "message": f"the answer is over {MAX} bytes"}}
+            else:
+                answer = parse(line, nonce)
+        try:
+            text = json.dumps(dict(answer, id=request["id"]))
+        except Exception as e:
+            text = json.dumps({"id": request["id"], "error": {"type": type(e).__name__, "message": str(e)[:2000]}})
+        protocol.write(text + "\n")
+undumpable()
+requests_r, requests_w = os.pipe()
+answers_r, answers_w = os.pipe()
+if os.fork() == 0:
+    try:
+        child(sys.argv[1], requests_r, answers_w)
+    except BaseException:
+        import traceback
+        traceback.print_exc()
+    finally:
+        os._exit(1)
+os.close(requests_r)
+os.close(answers_w)
+relay(requests_w, Lines(answers_r))
 '''
+"""The trusted harness: relays calls to the untrusted module in a forked child and answers the host."""
 
 
 class RunnerError(SandboxError):
@@ -67,9 +169,9 @@ class PythonRunner:
     def start(self) -> None:
         """(Re)start the process from the source; raises RunnerError if the module fails to import."""
         self.stop()
-        self.sandbox.write_file(f"{self.directory}/harness.py", HARNESS.encode())
-        self.sandbox.write_file(f"{self.directory}/module.py", self.source.encode())
-        self._key = self.sandbox.spawn(["python3", "-u", f"{self.directory}/harness.py", f"{self.directory}/module.py"])
+        module = f"{self.directory}/module.py"
+        self.sandbox.write_file(module, self.source.encode())
+        self._key = self.sandbox.spawn(["python3", "-I", "-u", "-c", HARNESS, module, str(MAX_ANSWER)])
         ready = self._receive(self.start_timeout, "starting")
         if not ready.get("ready"):
             raise RunnerError(f"the runner did not start properly: {ready!r:.200}", kind="protocol")

@@ -1,9 +1,16 @@
 """The ``Sandbox`` protocol implemented once, over the supervisor channel; backends only start the supervisor.
 
 A backend subclass provides ``_launch()`` (start the sandbox and its supervisor, return a ready
-:class:`~sandboxes.channel.Channel`) and ``_terminate()`` (stop it for good). Everything else — commands,
-files, shell sessions, spawned processes, timeouts, output bounds, recovery from a dead supervisor — lives
-here, so the three backends behave identically.
+:class:`~sandboxes.channel.Channel`) and ``_terminate()`` (stop it for good), and may provide
+``_oom_kills()`` (the sandbox cgroup's OOM-kill counter). Everything else — commands, files, shell
+sessions, spawned processes, timeouts, output bounds, recovery from a dead supervisor — lives here, so the
+three backends behave identically.
+
+A command the kernel killed because the *sandbox as a whole* ran out of memory is the command's outcome:
+exit code 137 (SIGKILL) with :data:`OOM_NOTE` appended to its stderr, never an exception.
+
+A sandbox belongs to the process that created it. After ``fork`` the child's copy refuses every request
+(its pipes are shared with the parent's) and closing it leaves the parent's sandbox running.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ import importlib.util
 import json
 import marshal
 import math
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -69,6 +77,9 @@ BASE_ENV = {
 }
 
 
+OOM_NOTE = "\nsandbox: killed: the sandbox ran out of memory (its {mb} MB limit covers all its processes and files)\n"
+
+
 def _b64(data: bytes | None) -> str:
     return base64.b64encode(data or b"").decode("ascii")
 
@@ -98,6 +109,7 @@ class SupervisedSandbox:
         self._channel: Channel | None = None
         self._closed = False
         self._next_id = 0
+        self._owner_pid = os.getpid()
         self._channel = self._launch()
 
     # ----------------------------------------------------------------- backend hooks
@@ -106,6 +118,10 @@ class SupervisedSandbox:
 
     def _terminate(self) -> None:
         raise NotImplementedError
+
+    def _oom_kills(self) -> int | None:
+        """How many processes the kernel has OOM-killed in the whole sandbox so far (None: not known)."""
+        return None
 
     def _supervisor_config(self, *, uid: int | None, nproc: bool, workdir: str | None = None) -> str:
         """The JSON the supervisor reads from its argv: identity to run commands as, limits, base env."""
@@ -131,6 +147,7 @@ class SupervisedSandbox:
             argv = list(command)
         else:
             raise ValueError(f"command must be a string or a non-empty list of strings, got {command!r:.80}")
+        ooms = self._oom_kills()
         answer = self._request(
             "run", timeout + GRACE_S, argv=argv, timeout=timeout, stdin=_b64(stdin), cwd=cwd, env=env or {},
             max_output=self.limits.output_bytes,
@@ -138,8 +155,16 @@ class SupervisedSandbox:
         with self._untrusted():
             stdout, out_dropped = _stream(answer, "stdout")
             stderr, err_dropped = _stream(answer, "stderr")
-            return ExecResult(stdout, stderr, int(answer["exit_code"]), bool(answer["timed_out"]),
-                              float(answer["duration_s"]), out_dropped + err_dropped)
+            code, timed_out = int(answer["exit_code"]), bool(answer["timed_out"])
+            stderr += self._oom_note(ooms, code, timed_out)
+            return ExecResult(stdout, stderr, code, timed_out, float(answer["duration_s"]), out_dropped + err_dropped)
+
+    def _oom_note(self, before: int | None, exit_code: int, timed_out: bool) -> bytes:
+        """:data:`OOM_NOTE` when a command died of SIGKILL while the sandbox's OOM-kill counter went up."""
+        if before is None or timed_out or exit_code != 128 + 9:
+            return b""
+        after = self._oom_kills()
+        return OOM_NOTE.format(mb=self.limits.sandbox_memory_mb).encode() if after is not None and after > before else b""
 
     def write_file(self, path: str, data: bytes, *, mode: int = 0o644) -> None:
         """Write ``data`` at ``path`` inside the sandbox (parents created), as the sandbox's user."""
@@ -178,7 +203,10 @@ class SupervisedSandbox:
         with self._lock:
             if not self._closed:
                 self._closed = True
-                self._stop_channel()
+                if self._owned():
+                    self._stop_channel()
+                else:  # a forked child's copy: forget it, the parent's sandbox lives on
+                    self._channel = None
 
     def __enter__(self) -> Self:
         return self
@@ -235,6 +263,10 @@ class SupervisedSandbox:
     def _request(self, op: str, wait: float, **fields: Any) -> dict[str, Any]:
         with self._lock:
             self._ensure_open()
+            if not self._owned():
+                raise SandboxError(
+                    f"this {self.backend} sandbox belongs to process {self._owner_pid}, not to this forked child "
+                    f"({os.getpid()}); make sandboxes in the process that uses them")
             if self._channel is None:
                 raise SandboxDied(f"the {self.backend} sandbox is broken; call reset() to get a fresh one")
             try:
@@ -258,6 +290,9 @@ class SupervisedSandbox:
         if channel is not None:
             channel.close()
         self._terminate()
+
+    def _owned(self) -> bool:
+        return os.getpid() == self._owner_pid
 
     def _ensure_open(self) -> None:
         if self._closed:
@@ -291,6 +326,7 @@ class ShellSession:
         timeout = _check_timeout(timeout)
         if not isinstance(command, str):
             raise ValueError(f"command must be a string, got {type(command).__name__}")
+        ooms = self.sandbox._oom_kills()
         answer = self.sandbox._request(
             "shell", timeout + GRACE_S, sid=self.sid, command=command, timeout=timeout,
             max_output=self.sandbox.limits.output_bytes,
@@ -299,6 +335,7 @@ class ShellSession:
             stdout, out_dropped = _stream(answer, "stdout")
             stderr, err_dropped = _stream(answer, "stderr")
             restarted = answer.get("restarted")
-            return ShellResult(stdout, stderr, int(answer["exit_code"]), str(answer["cwd"]), bool(answer["timed_out"]),
-                               float(answer["duration_s"]), out_dropped + err_dropped,
-                               None if restarted is None else str(restarted))
+            code, timed_out = int(answer["exit_code"]), bool(answer["timed_out"])
+            stderr += self.sandbox._oom_note(ooms, code, timed_out)
+            return ShellResult(stdout, stderr, code, str(answer["cwd"]), timed_out, float(answer["duration_s"]),
+                               out_dropped + err_dropped, None if restarted is None else str(restarted))

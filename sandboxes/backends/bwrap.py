@@ -9,10 +9,18 @@ is PID 1 (``--as-pid-1``); bwrap's ``--die-with-parent`` takes the sandbox down 
 ``reset`` is in place (kill every process, empty the tmpfs mounts): the root is read-only, so that is the
 pristine state, in a few milliseconds rather than a new sandbox.
 
-Limits are rlimits set by the supervisor on every process (CPU time, address space, file size, open
-files) plus RLIMIT_NPROC, which the kernel counts per user namespace, so one sandbox's fork bomb cannot
-starve another's. Because the kernel exempts the host's root from RLIMIT_NPROC, a root host runs bwrap
-as an unprivileged user (``run_as``, default 65534, "nobody").
+Limits are of two kinds. Per process, rlimits set by the supervisor (CPU time, address space, file
+size, open files) plus RLIMIT_NPROC, which the kernel counts per user namespace, so one sandbox's fork
+bomb cannot starve another's; because the kernel exempts the host's root from RLIMIT_NPROC, a root host
+runs bwrap as an unprivileged user (``run_as``, default 65534, "nobody"). For the whole sandbox, a cgroup
+(:mod:`sandboxes.cgroup`) bounds the sum of memory, CPU bandwidth and processes; the supervisor and
+everything it starts are moved into it once the supervisor is up (before it has started anything).
+
+System calls pass through the seccomp filter of :mod:`sandboxes.seccomp` (``--seccomp FD``): io_uring,
+ptrace, bpf, the mount family and the rest of its list fail with EPERM.
+
+Fork safety: the spawner thread is re-created in a forked child (``os.register_at_fork``), and a sandbox
+belongs to the process that made it: a forked child can neither use nor, when it exits, kill its parent's.
 """
 
 from __future__ import annotations
@@ -25,18 +33,29 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..base import Limits, SandboxDied, SandboxUnavailable
+from .. import seccomp
+from ..base import SHM_MB, Limits, SandboxDied, SandboxUnavailable
+from ..cgroup import SandboxCgroup
 from ..channel import Channel, PipeTransport
 from ..image import bwrap_problem, rootfs
 from ..supervised import BASE_ENV, SANDBOX_GID, SANDBOX_UID, SupervisedSandbox, supervisor_args
 
 HOST_SYSTEM_DIRS = ("usr", "etc", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
 ROOTFS_DIRS = ("usr", "etc", "var", "opt", "srv", "home")
-SHM_BYTES = 16 << 20
+SHM_BYTES = SHM_MB << 20
 
 
 #: The one thread that forks bwrap (see ``_launch``); its worker lives as long as the process.
 _SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bwrap-spawner")
+
+
+def _new_spawner_after_fork() -> None:
+    """A forked child has the executor but not its thread (threads do not survive fork): start afresh."""
+    global _SPAWNER
+    _SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bwrap-spawner")
+
+
+os.register_at_fork(after_in_child=_new_spawner_after_fork)
 
 
 class BwrapSandbox(SupervisedSandbox):
@@ -46,50 +65,74 @@ class BwrapSandbox(SupervisedSandbox):
     in_place_reset = True
 
     def __init__(
-        self, limits: Limits | None = None, *, root: str | Path | None = None, run_as: int = 65534, **overrides: Any,
+        self, limits: Limits | None = None, *, root: str | Path | None = None, run_as: int = 65534,
+        whole_sandbox_limits: bool = True, **overrides: Any,
     ):
+        """``whole_sandbox_limits=False`` skips the cgroup (per-process limits only) where none can be made."""
         problem = bwrap_problem()
         if problem:
             raise SandboxUnavailable(problem)
         self._root = Path(root) if root is not None else rootfs()
         self._run_as = run_as
+        self._whole_sandbox_limits = whole_sandbox_limits
         self._proc: subprocess.Popen | None = None
+        self._cgroup: SandboxCgroup | None = None
         super().__init__(limits, **overrides)
 
     def _launch(self) -> Channel:
+        cgroup = SandboxCgroup(self.limits) if self._whole_sandbox_limits else None
+        try:
+            proc, channel = self._start(cgroup)
+        except BaseException:
+            if cgroup is not None:
+                cgroup.remove()
+            raise
+        self._proc, self._cgroup = proc, cgroup
+        self._finalizer = weakref.finalize(self, _kill, proc, cgroup, os.getpid())
+        return channel
+
+    def _start(self, cgroup: SandboxCgroup | None) -> tuple[subprocess.Popen, Channel]:
         stdin_r, stdin_w = os.pipe()
         stdout_r, stdout_w = os.pipe()
+        filter_r = _seccomp_fd()
         drop = {"user": self._run_as, "group": self._run_as, "extra_groups": []} if os.getuid() == 0 else {}
         try:
             # --die-with-parent is PR_SET_PDEATHSIG, which fires when the *thread* that forked bwrap exits,
             # so sandboxes are always spawned from one long-lived thread (a short-lived caller thread, such
             # as a pool user's, would take its sandbox down with it).
             proc = _SPAWNER.submit(
-                subprocess.Popen, self._argv(), stdin=stdin_r, stdout=stdout_w, stderr=subprocess.PIPE,
-                env=BASE_ENV, close_fds=True, start_new_session=True, **drop,
+                subprocess.Popen, self._argv(filter_r), stdin=stdin_r, stdout=stdout_w, stderr=subprocess.PIPE,
+                env=BASE_ENV, close_fds=True, pass_fds=(filter_r,), start_new_session=True, **drop,
             ).result()
         finally:
-            os.close(stdin_r)
-            os.close(stdout_w)
-        self._proc = proc
-        self._finalizer = weakref.finalize(self, _kill, proc)
+            for fd in (stdin_r, stdout_w, filter_r):
+                os.close(fd)
         channel = Channel(PipeTransport(stdin_w, stdout_r), "bwrap sandbox")
         try:
             channel.hello(timeout=20.0)
-        except SandboxDied as e:
+            if cgroup is not None:  # the supervisor is up and has started nothing yet: all it starts is born inside
+                cgroup.adopt(_descendants(proc.pid))
+        except BaseException as e:
             channel.close()
-            raise SandboxDied(f"{e}; bwrap said: {_stderr_tail(proc)}") from e
-        return channel
+            reason = _stderr_tail(proc)
+            _kill(proc)
+            if isinstance(e, SandboxDied):
+                raise SandboxDied(f"{e}; bwrap said: {reason}") from e
+            raise
+        return proc, channel
 
     def _terminate(self) -> None:
-        proc, self._proc = self._proc, None
+        proc, cgroup, self._proc, self._cgroup = self._proc, self._cgroup, None, None
         if proc is not None:
-            _kill(proc)
+            _kill(proc, cgroup)
 
-    def _argv(self) -> list[str]:
+    def _oom_kills(self) -> int | None:
+        return None if self._cgroup is None else self._cgroup.oom_kills()
+
+    def _argv(self, seccomp_fd: int) -> list[str]:
         mb = 1 << 20
         argv = ["bwrap", "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
-                "--as-pid-1", "--hostname", "sandbox"]
+                "--as-pid-1", "--hostname", "sandbox", "--seccomp", str(seccomp_fd)]
         argv += self._root_layout()
         argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(SHM_BYTES), "--perms", "1777", "--tmpfs", "/dev/shm",
                  "--remount-ro", "/dev"]
@@ -124,8 +167,37 @@ def _host_python() -> str:
     raise SandboxUnavailable("no system python3 under /usr for the sandbox supervisor; build the rootfs instead")
 
 
-def _kill(proc: subprocess.Popen) -> None:
-    """Kill bwrap; its PID 1 (the supervisor) dies with it, and the kernel then kills the whole namespace."""
+def _seccomp_fd() -> int:
+    """A pipe's read end holding the compiled filter (bwrap reads it to the end, then closes it)."""
+    program = seccomp.bpf_program()
+    read_fd, write_fd = os.pipe()
+    try:
+        os.write(write_fd, program)  # a few hundred bytes: far below a pipe's buffer
+    finally:
+        os.close(write_fd)
+    return read_fd
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (bwrap's child, the supervisor), from /proc's children lists."""
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        for task in Path(f"/proc/{parent}/task").iterdir():
+            children = [int(c) for c in (task / "children").read_text().split()]
+            found += children
+            todo += children
+    return found
+
+
+def _kill(proc: subprocess.Popen, cgroup: SandboxCgroup | None = None, owner: int | None = None) -> None:
+    """Kill bwrap; its PID 1 (the supervisor) dies with it, and the kernel then kills the whole namespace.
+
+    Only the process that started the sandbox does this: a forked child's copy of the object (and of its
+    finalizer) must not take its parent's sandbox down.
+    """
+    if owner is not None and owner != os.getpid():
+        return
     if proc.poll() is None:
         try:
             os.killpg(proc.pid, 9)
@@ -137,6 +209,8 @@ def _kill(proc: subprocess.Popen) -> None:
         pass
     if proc.stderr is not None:
         proc.stderr.close()
+    if cgroup is not None:
+        cgroup.remove()
 
 
 def _stderr_tail(proc: subprocess.Popen) -> str:

@@ -3,7 +3,11 @@
 The container has no network (``network_mode="none"``), a read-only root filesystem (the pristine image),
 the writable directories as size-capped tmpfs mounts, memory/CPU/pids cgroup limits, every capability
 dropped except the three the supervisor needs to drop to the sandbox user and to kill its processes
-(commands run as uid 1000 with none), and ``no-new-privileges``. The host talks to the supervisor over the
+(commands run as uid 1000 with none), ``no-new-privileges`` and the seccomp profile of
+:mod:`sandboxes.seccomp` (in place of Docker's default: io_uring, ptrace, bpf, the mount family and the
+rest of its list fail with EPERM). The cgroup limits bound the whole container: ``Limits.sandbox_memory_mb`` is the
+sum of all its processes and its tmpfs files (no swap), ``processes`` its pids, ``cpus`` its CPU bandwidth;
+an OOM kill there is reported in the command's result as on bubblewrap. The host talks to the supervisor over the
 container's attached stdin/stdout; ``StdinOnce`` makes the container exit if the host goes away, and
 ``auto_remove`` then deletes it.
 
@@ -16,10 +20,14 @@ the supervisor's three, without network and under the same cgroup limits.
 
 from __future__ import annotations
 
+import os
 import weakref
+from pathlib import Path
 from typing import Any, ClassVar
 
-from ..base import Limits, SandboxDied, SandboxUnavailable
+from .. import seccomp
+from ..base import SHM_MB, Limits, SandboxDied, SandboxUnavailable
+from ..cgroup import read_oom_kills
 from ..channel import Channel, DockerAttachTransport
 from ..image import BASE_IMAGE, CONTAINER_LABEL, docker_client, docker_problem, rootfs
 from ..supervised import BASE_ENV, SANDBOX_GID, SANDBOX_UID, SupervisedSandbox, supervisor_args
@@ -43,6 +51,7 @@ class DockerSandbox(SupervisedSandbox):
         self.in_place_reset = not writable_root
         self._client = docker_client()
         self._container_id: str | None = None
+        self._oom_file: Path | None = None
         super().__init__(limits, **overrides)
 
     def _launch(self) -> Channel:
@@ -55,7 +64,7 @@ class DockerSandbox(SupervisedSandbox):
             labels={CONTAINER_LABEL: "1"}, host_config=api.create_host_config(**self._host_config()),
         )
         self._container_id = container["Id"]
-        weakref.finalize(self, _remove, self._client, self._container_id)
+        weakref.finalize(self, _remove, self._client, self._container_id, os.getpid())
         try:
             sock = api.attach_socket(self._container_id, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
             api.start(self._container_id)
@@ -64,10 +73,14 @@ class DockerSandbox(SupervisedSandbox):
         except Exception as e:
             self._terminate()
             raise SandboxDied(f"the container did not start: {e}") from e
+        self._oom_file = _oom_file(api.inspect_container(self._container_id)["State"]["Pid"])
         return channel
 
+    def _oom_kills(self) -> int | None:
+        return None if self._oom_file is None else read_oom_kills(self._oom_file)
+
     def _host_config(self) -> dict[str, Any]:
-        mb = self.limits.memory_mb
+        mb = self.limits.sandbox_memory_mb
         tmpfs = {}
         for path in self.limits.writable:
             owner = "mode=0755" if self.run_as_root else f"uid={SANDBOX_UID},gid={SANDBOX_GID},mode=0755"
@@ -76,8 +89,9 @@ class DockerSandbox(SupervisedSandbox):
         return {
             "network_mode": "none", "read_only": not self.writable_root, "tmpfs": tmpfs, "mem_limit": f"{mb}m",
             "memswap_limit": f"{mb}m", "nano_cpus": int(self.limits.cpus * 1e9), "pids_limit": self.limits.processes,
-            "cap_drop": ["ALL"], "cap_add": SUPERVISOR_CAPS, "security_opt": ["no-new-privileges"],
-            "auto_remove": True, "shm_size": 16 << 20, "ipc_mode": "private", "init": False,
+            "cap_drop": ["ALL"], "cap_add": SUPERVISOR_CAPS,
+            "security_opt": ["no-new-privileges", f"seccomp={seccomp.docker_profile()}"],
+            "auto_remove": True, "shm_size": SHM_MB << 20, "ipc_mode": "private", "init": False,
         }
 
     def _terminate(self) -> None:
@@ -86,8 +100,25 @@ class DockerSandbox(SupervisedSandbox):
             _remove(self._client, container_id)
 
 
-def _remove(client: Any, container_id: str) -> None:
-    """Kill and remove a container; already gone is fine."""
+def _oom_file(pid: int) -> Path | None:
+    """The memory cgroup file holding the container's OOM-kill counter, found through its first process."""
+    try:
+        lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = (line.split(":", 2) + ["", ""])[:3]
+        if "memory" in controllers.split(","):
+            return Path("/sys/fs/cgroup/memory", path.lstrip("/"), "memory.oom_control")
+        if controllers == "" and Path("/sys/fs/cgroup/cgroup.controllers").exists():
+            return Path("/sys/fs/cgroup", path.lstrip("/"), "memory.events")
+    return None
+
+
+def _remove(client: Any, container_id: str, owner: int | None = None) -> None:
+    """Kill and remove a container; already gone is fine. A forked child leaves its parent's alone."""
+    if owner is not None and owner != os.getpid():
+        return
     try:
         client.api.remove_container(container_id, force=True)
     except Exception:  # NotFound or "removal already in progress" (auto_remove)

@@ -50,7 +50,7 @@ class UnsafeLocalSandbox(SupervisedSandbox):
         finally:
             os.close(stdin_r)
             os.close(stdout_w)
-        weakref.finalize(self, _stop, self._proc, self._dir)
+        weakref.finalize(self, _stop, self._proc, self._dir, os.getpid())
         channel = Channel(PipeTransport(stdin_w, stdout_r), "unsafe local sandbox")
         channel.hello(timeout=20.0)
         return channel
@@ -73,8 +73,10 @@ class UnsafeLocalSandbox(SupervisedSandbox):
         _stop(proc, directory)
 
 
-def _stop(proc: subprocess.Popen | None, directory: str | None) -> None:
-    """Kill the supervisor's process group and remove the working directory."""
+def _stop(proc: subprocess.Popen | None, directory: str | None, owner: int | None = None) -> None:
+    """Kill the supervisor's process group and remove the working directory (only in the owning process)."""
+    if owner is not None and owner != os.getpid():
+        return
     if proc is not None and proc.poll() is None:
         try:
             os.killpg(proc.pid, 9)

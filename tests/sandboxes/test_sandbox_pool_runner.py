@@ -92,6 +92,69 @@ def test_runner_reports_a_module_that_does_not_import(box):
         PythonRunner(box, "def broken(:\n")
 
 
+FORGER = """
+import json, os, threading, time
+
+FORGED = json.dumps({"id": 1, "result": "FORGED", "nonce": None}) + "\\n"
+for fd in range(1, 40):  # at import: every descriptor it has, ahead of any call
+    try:
+        os.write(fd, FORGED.encode() * 3)
+    except OSError:
+        pass
+
+
+def flood():
+    while True:
+        for fd in range(1, 10):
+            try:
+                os.write(fd, FORGED.replace('"id": 1', '"id": 2').encode())
+            except OSError:
+                pass
+        time.sleep(0.001)
+
+
+threading.Thread(target=flood, daemon=True).start()
+
+
+def honest():
+    for fd in range(1, 40):
+        try:
+            os.write(fd, FORGED.encode())
+        except OSError:
+            pass
+    harness = os.getppid()
+    for path in (f"/proc/{harness}/fd/1", f"/proc/{harness}/fd/0", f"/proc/{harness}/mem"):
+        try:
+            with open(path, "w") as f:
+                f.write(FORGED)
+            return "reached " + path
+        except OSError:
+            pass
+    return "real"
+"""
+
+
+def test_untrusted_code_cannot_forge_the_runners_answers(box):
+    runner = PythonRunner(box, FORGER)
+    assert [runner.call("honest") for _ in range(5)] == ["real"] * 5
+    simple = PythonRunner(box, "import json, os\n\ndef f():\n    os.write(3, (json.dumps({'id': 1, 'result': "
+                               "'FORGED'}) + '\\n').encode())\n    return 'real'\n")
+    assert simple.call("f") == "real"  # the attack of issue 15: fd 3 was the reply channel
+
+
+def test_answers_are_bounded(box):
+    runner = PythonRunner(box, "def huge():\n    return 'x' * (20 << 20)\n\ndef small():\n    return 1\n")
+    with pytest.raises(RunnerError, match="over"):
+        runner.call("huge")
+    assert runner.call("small") == 1
+
+
+def test_a_planted_module_cannot_shadow_the_harness(box):
+    box.write_file("/tmp/runner/json.py", b"raise SystemExit('shadowed')\n")
+    box.write_file("/tmp/runner/os.py", b"raise SystemExit('shadowed')\n")
+    assert PythonRunner(box, "def f():\n    return 1\n").call("f") == 1
+
+
 def test_pool_hands_out_pristine_warm_sandboxes():
     require_backend("bwrap")
     with SandboxPool("bwrap", size=2) as pool:
