@@ -217,3 +217,16 @@ def test_workers_get_the_key_even_from_a_forkserver_started_before_it(tmp_path):
                           env={k: v for k, v in os.environ.items() if k != snapshots.KEY_ENV})
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "restored"
+
+
+@pytest.mark.parametrize("backend", ["bwrap", "unsafe"])
+def test_code_in_a_sandbox_cannot_read_the_key(backend):
+    """An agent's shell must not learn the key (it could then seal a snapshot that runs code)."""
+    import sandboxes
+
+    key = snapshots.snapshot_key().hex()
+    assert os.environ[snapshots.KEY_ENV] == key
+    with sandboxes.make(backend) as box:
+        result = box.run(["sh", "-c", "env; cat /proc/self/environ"], timeout=30)
+    assert result.exit_code == 0 and b"PATH=" in result.stdout
+    assert key.encode() not in result.stdout and snapshots.KEY_ENV.encode() not in result.stdout

@@ -48,6 +48,14 @@ _lock = threading.Lock()
 _key: bytes | None = None
 
 
+def _new_lock_after_fork() -> None:
+    global _lock
+    _lock = threading.Lock()  # a fork while another thread held the lock must not leave the child stuck
+
+
+os.register_at_fork(after_in_child=_new_lock_after_fork)
+
+
 def _parse_key(text: str) -> bytes:
     try:
         key = bytes.fromhex(text.strip())
