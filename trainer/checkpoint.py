@@ -10,8 +10,8 @@ intact; ``latest`` names the newest complete one.
 ``torch.load(weights_only=True)``, which cannot run code. A checkpoint from somewhere else (``agentgym
 bench --policy checkpoint:DIR`` takes any directory) therefore cannot execute anything when loaded; a file
 that is not such a checkpoint raises :class:`~trainer.errors.CheckpointError` saying what was found.
-Checkpoints of format 1 (which pickled the NumPy RNG state) still load: only the three NumPy globals
-such an array needs are allowed, and only when they are all the file asks for.
+Checkpoints of format 1 (which pickled the NumPy RNG state) still load: only the NumPy globals a numeric
+array needs are allowed, and only when they are all the file asks for.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ REQUIRED = {"model": dict, "config": dict}
 _ARRAY = "__ndarray__"
 #: The only pickled globals a format-1 checkpoint needs: NumPy's array reconstructor, ndarray and dtype.
 _LEGACY_GLOBALS = ("numpy._core.multiarray._reconstruct", "numpy.core.multiarray._reconstruct", "numpy.ndarray",
-                   "numpy.dtype")
+                   "numpy.dtype", "numpy.dtypes.UInt32DType")
 
 
 def checkpoint_dir(out_dir: str | Path) -> Path:
