@@ -189,6 +189,26 @@ HOSTILE_ARGUMENTS = (
 )
 
 
+def as_tool_call(text: str, tools: list[dict[str, Any]] | None) -> str | None:
+    """``text`` as the string argument of one of ``tools`` (a JSON call), or ``None`` when none takes a string.
+
+    The tool is chosen by a hash of ``text`` (deterministic, spread over the tools); the others' arguments
+    get harmless values, so the call reaches the tool with ``text`` in it.
+
+    >>> tools = [{"function": {"name": "say", "parameters": {"properties": {"text": {"type": "string"}}}}}]
+    >>> as_tool_call("hi", tools)
+    '{"name": "say", "arguments": {"text": "hi"}}'
+    """
+    slots = [(spec["function"], param) for spec in tools or [] for param, schema in
+             spec.get("function", {}).get("parameters", {}).get("properties", {}).items()
+             if schema.get("type") == "string" and "enum" not in schema]
+    if not slots:
+        return None
+    function, param = slots[zlib.crc32(text.encode("utf-8", "surrogatepass")) % len(slots)]
+    arguments = {k: _benign(v) for k, v in function["parameters"]["properties"].items()}
+    return json.dumps({"name": function["name"], "arguments": {**arguments, param: text}})
+
+
 def hostile_tool_calls(tools: list[dict[str, Any]] | None) -> tuple[HostileAction, ...]:
     """Well-formed calls to each of ``tools`` (OpenAI function schemas) with one hostile argument each.
 

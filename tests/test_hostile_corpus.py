@@ -10,9 +10,11 @@ Each (id, protocol) pair gets, on fresh episodes (reset with seed 0 whenever one
 * on other envs, a deterministic third of the rest of the corpus, rotated by protocol so that each entry
   meets each id at least once over the five protocols (the whole corpus everywhere would take minutes);
 * with a protocol, each string payload both as it is and written in the protocol's format
-  (``in_protocol``), so that it gets past the parser and reaches the env.
+  (``in_protocol``), so that it gets past the parser and reaches the env; on tool envs also as the string
+  argument of one of the env's tools (``as_tool_call``), so that it reaches the tool itself.
 
-Terminal-v0 runs a real sandbox per command, so it gets the battery and a 1-in-40 sample of the corpus.
+Terminal-v0 runs a real sandbox per command, so it gets the battery and a 1-in-5 sample of the rest, rotated by
+protocol so that each entry meets it once over the five protocols.
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ import gymnasium
 import pytest
 
 import agentgym_envs  # noqa: F401  (registers the ids)
-from agentgym_envs.fuzz import (HostileAction, hostile_actions, hostile_corpus, hostile_tool_calls, in_protocol,
-                                one_in)
+from agentgym_envs.fuzz import (HostileAction, as_tool_call, hostile_actions, hostile_corpus, hostile_tool_calls,
+                                in_protocol, one_in)
 from agentgym_envs.protocols.wrapper import ActionProtocolWrapper
 
 PROTOCOLS = ("native", "plain", "react", "tags", "tool_calls")
@@ -33,8 +35,11 @@ ENV_IDS = sorted(k for k in gymnasium.registry if k.startswith("agentgym/"))
 #: A step slower than this is a failure too (a regex or parser gone quadratic on a 16 KiB action).
 STEP_SECONDS = 10.0
 #: How much of the non-battery corpus each (id, protocol) pair gets: all of it on tool envs.
-SAMPLE_ONE_IN = {"agentgym/Terminal-v0": 40}
+SAMPLE_ONE_IN = {"agentgym/Terminal-v0": 5}
 NON_TOOL_ONE_IN = 3
+#: Terminal-v0: a command bash never finishes reading (``{`` × 100,000) runs to the command timeout, which
+#: is the agent's own outcome (an observation saying so); 3 s instead of 30 keeps that under STEP_SECONDS.
+MAKE_KWARGS = {"agentgym/Terminal-v0": {"command_timeout": 3.0}}
 
 
 def _entries(env_id: str, protocol: str, env: gymnasium.Env) -> list[HostileAction]:
@@ -42,50 +47,68 @@ def _entries(env_id: str, protocol: str, env: gymnasium.Env) -> list[HostileActi
     rest = tuple(e for e in hostile_corpus() if not e.name.startswith("battery-"))
     tools = env.unwrapped.tools
     n = SAMPLE_ONE_IN.get(env_id, 1 if tools else NON_TOOL_ONE_IN)
-    sampled = one_in(rest, n, key=env_id, offset=PROTOCOLS.index(protocol))
-    return [*battery, *sampled, *one_in(hostile_tool_calls(tools), n, key=env_id)]
+    offset = PROTOCOLS.index(protocol)
+    sampled = one_in(rest + hostile_tool_calls(tools), n, key=env_id, offset=offset)
+    return [*battery, *sampled]
 
 
-def _replies(entries: list[HostileAction], protocol: str, tool_env: bool):
+def _replies(entries: list[HostileAction], protocol: str, tools: list | None):
     for entry in entries:
         yield entry.name, entry.payload
-        if protocol != "native" and isinstance(entry.payload, str):
-            yield entry.name + "/in-protocol", in_protocol(entry.payload, protocol, tool_env=tool_env)
+        if not isinstance(entry.payload, str):
+            continue
+        if protocol != "native":
+            yield entry.name + "/in-protocol", in_protocol(entry.payload, protocol, tool_env=tools is not None)
+        if (call := as_tool_call(entry.payload, tools)) is not None:
+            yield entry.name + "/as-tool-argument", in_protocol(call, protocol, tool_env=True)
 
 
-def _check_step(env: gymnasium.Env, reply) -> str | None:
-    """The step's defect, or ``None`` when it ended as the contract says."""
+#: What ``ActionProtocolWrapper`` appends when it rejects a reply before the env sees it.
+REJECTED_BY_PROTOCOL = "\nReply format: "
+#: At least this many replies per (id, protocol) must get past the protocol to the env (else the test
+#: would only be testing the parsers).
+MIN_REACHING_ENV = 30
+
+
+def _check_step(env: gymnasium.Env, reply) -> tuple[str | None, bool]:
+    """The step's defect (``None`` when it ended as the contract says), and whether the reply reached the env."""
     start = time.perf_counter()
     try:
         obs, reward, terminated, truncated, info = env.step(reply)
     except Exception as e:  # noqa: BLE001 — any exception is the defect being counted
         env.reset(seed=0)
-        return f"raised {type(e).__name__}: {str(e)[:120]}"
+        return f"raised {type(e).__name__}: {str(e)[:120]}", True
     elapsed = time.perf_counter() - start
     if terminated or truncated:
         env.reset(seed=0)
+    reached = not (isinstance(obs, str) and REJECTED_BY_PROTOCOL in obs)
     if info.get("infra_error") is not None:
-        return f"infra_error: {str(info['infra_error'])[:120]}"
+        return f"infra_error: {str(info['infra_error'])[:120]}", reached
     if not isinstance(obs, str) or not math.isfinite(reward):
-        return f"observation {type(obs).__name__}, reward {reward!r}"
+        return f"observation {type(obs).__name__}, reward {reward!r}", reached
     if elapsed > STEP_SECONDS:
-        return f"took {elapsed:.1f} s"
-    return None
+        return f"took {elapsed:.1f} s", reached
+    return None, reached
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 @pytest.mark.parametrize("env_id", ENV_IDS)
 def test_hostile_corpus_never_raises_nor_blames_infrastructure(env_id: str, protocol: str) -> None:
-    base = gymnasium.make(env_id)
+    base = gymnasium.make(env_id, **MAKE_KWARGS.get(env_id, {}))
     env = base if protocol == "native" else ActionProtocolWrapper(base, protocol)
+    failures, reached = [], 0
     try:
         env.reset(seed=0)
         entries = _entries(env_id, protocol, env)
-        failures = [f"{name}: {defect}" for name, reply in _replies(entries, protocol, env.unwrapped.tools is not None)
-                    if (defect := _check_step(env, reply)) is not None]
+        for name, reply in _replies(entries, protocol, env.unwrapped.tools):
+            defect, got_there = _check_step(env, reply)
+            reached += got_there
+            if defect is not None:
+                failures.append(f"{name}: {defect}")
     finally:
         env.close()
     assert not failures, f"{len(failures)} of {len(entries)} hostile entries broke the contract:\n" + "\n".join(failures[:15])
+    assert reached >= MIN_REACHING_ENV, f"only {reached} hostile replies got past the {protocol} parser to the env"
 
 
 def test_the_corpus_holds_the_attacks_of_issue_15() -> None:
