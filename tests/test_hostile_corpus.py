@@ -25,7 +25,7 @@ import time
 import gymnasium
 import pytest
 
-import agentgym_envs  # noqa: F401  (registers the ids)
+import agentgym_envs
 from agentgym_envs.fuzz import (HostileAction, as_tool_call, hostile_actions, hostile_corpus, hostile_tool_calls,
                                 in_protocol, one_in)
 from agentgym_envs.protocols.wrapper import ActionProtocolWrapper
@@ -150,3 +150,17 @@ def test_liars_dice_reads_a_5000_digit_bid_as_an_illegal_move() -> None:
     env.reset(seed=0)
     obs, reward, terminated, truncated, info = env.step("bid " + "9" * 5000 + " 3")
     assert info["infra_error"] is None and info["action_valid"] is False
+
+
+@pytest.mark.parametrize("env_id", agentgym_envs.multi_ids())
+def test_hostile_corpus_on_multi_agent_games(env_id: str) -> None:
+    """The PettingZoo games themselves (not only their single-agent seats): hostile text forfeits, never raises."""
+    env = agentgym_envs.make_multi(env_id, render_mode="ansi")
+    for entry in hostile_corpus():
+        env.reset(seed=0)
+        mover = env.agent_selection
+        env.step(entry.payload)
+        obs, reward, terminated, truncated, info = env.last()
+        assert isinstance(obs, str) and isinstance(env.render(), str), entry.name
+        legal = env.infos[mover]["action_valid"]  # a few entries are moves ("bid 1 3", "{!r}" reads as "r": rock)
+        assert legal or terminated, f"{entry.name}: an illegal move did not forfeit"
