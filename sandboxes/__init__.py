@@ -16,13 +16,24 @@ JSON lines. ``scripts/setup_sandboxes.sh`` installs what the real backends need.
 
 from __future__ import annotations
 
+import os
+import threading
 from typing import Any
 
+from . import image as _image
 from .base import ExecResult, Limits, Sandbox, SandboxDied, SandboxError, SandboxUnavailable, ShellResult
 from .image import bwrap_problem, docker_problem
 from .pool import SandboxPool
 from .runner import PythonRunner, RunnerError
 from .supervised import ShellSession, SupervisedSandbox
+
+def _fresh_docker_client_after_fork() -> None:
+    """A forked child must not share the parent's Docker connection (answers would go to either process)."""
+    _image._client = None
+    _image._client_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_fresh_docker_client_after_fork)
 
 BACKENDS = ("bwrap", "docker", "unsafe")
 REAL_BACKENDS = ("bwrap", "docker")

@@ -2,6 +2,9 @@
 
 The host side is watched by a canary tree (a project with credential-like files, made here) plus this
 package's own source and tests; its digest is taken before the first attack and compared after the last.
+Companion suites: ``test_sandbox_seccomp.py`` (every denied system call, io_uring and ptrace included),
+``test_sandbox_limits.py`` (whole-sandbox memory, processes and CPU) and the runner's forging attacks in
+``test_sandbox_pool_runner.py``.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import os
 import socket
 import subprocess
 import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -240,6 +244,85 @@ def test_no_privileges_to_gain(box):
     status = box.run("grep -E '^(NoNewPrivs|CapEff|Uid)' /proc/self/status", timeout=10).stdout.decode()
     assert "NoNewPrivs:\t1" in status and "CapEff:\t0000000000000000" in status and "\t1000\t" in status
     assert box.run("su -c id root < /dev/null 2>/dev/null || echo refused", timeout=10).stdout.endswith(b"refused\n")
+
+
+def test_udp_to_host_loopback_never_arrives(box):
+    server = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    server.bind(("0.0.0.0", 0))
+    server.settimeout(1.0)
+    port = server.getsockname()[1]
+    probe = ("import socket, sys\nfor host in sys.argv[2:]:\n    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+             "    try:\n        s.sendto(b'canary', (host, int(sys.argv[1]))); print('sent', host)\n"
+             "    except OSError as e:\n        print('blocked', host, e.errno)")
+    try:
+        out = box.run(["python3", "-c", probe, str(port), "127.0.0.1", _host_address(), "172.17.0.1"], timeout=30).text()
+        with pytest.raises(socket.timeout):
+            server.recvfrom(64)  # loopback inside the sandbox is its own (or absent): nothing reaches the host
+    finally:
+        server.close()
+    assert out.count("blocked") + out.count("sent 127.0.0.1") == 3, out
+
+
+def test_ipv6_loopback_service_on_the_host_is_unreachable(box):
+    server = socket.socket(socket.AF_INET6)
+    server.bind(("::1", 0))
+    server.listen(4)
+    server.settimeout(0.5)
+    port = server.getsockname()[1]
+    probe = ("import socket, sys\ns = socket.socket(socket.AF_INET6); s.settimeout(2)\ntry:\n"
+             "    s.connect(('::1', int(sys.argv[1]))); print('CONNECTED')\nexcept OSError as e:\n"
+             "    print('blocked', e.errno)")
+    try:
+        out = box.run(["python3", "-c", probe, str(port)], timeout=30).text()
+        with pytest.raises(socket.timeout):
+            server.accept()
+    finally:
+        server.close()
+    assert out.startswith("blocked"), out
+
+
+def test_unix_socket_files_of_host_services_are_unreachable(box, tmp_path):
+    path = tmp_path / "service.sock"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    server.listen(1)
+    server.settimeout(0.5)
+    probe = ("import socket, sys\nfor p in sys.argv[1:]:\n    s = socket.socket(socket.AF_UNIX)\n    try:\n"
+             "        s.connect(p); print('CONNECTED', p)\n    except OSError as e:\n        print('blocked', e.errno)")
+    sockets = [str(path), "/run/docker.sock", "/var/run/docker.sock", "/run/systemd/private", "/run/dbus/system_bus_socket",
+               "/tmp/.X11-unix/X0"]
+    try:
+        out = box.run(["python3", "-c", probe, *sockets], timeout=30).text()
+        with pytest.raises(socket.timeout):
+            server.accept()
+    finally:
+        server.close()
+    assert "CONNECTED" not in out and out.count("blocked") == len(sockets), out
+
+
+def test_ptrace_cannot_reach_the_supervisor_or_a_sibling(box):
+    probe = ("import ctypes, os, sys; libc = ctypes.CDLL(None, use_errno=True)\n"
+             "for pid in map(int, sys.argv[1:]):\n    r = libc.ptrace(16, pid, 0, 0)\n"
+             "    print(pid, r, ctypes.get_errno())")
+    out = box.run(f"sleep 30 & python3 -c '{probe}' 1 $!; kill %1", timeout=20).stdout.decode().splitlines()
+    assert len(out) == 2 and all(line.split()[1:] == ["-1", "1"] for line in out), out  # EPERM for both
+    mem = box.run("python3 -c \"open('/proc/1/mem', 'rb')\" 2>&1 | tail -n 1", timeout=10).stdout
+    assert b"PermissionError" in mem
+
+
+@pytest.mark.parametrize("plant", ["mkfifo /work/target", "python3 -c \"import socket; "
+                                   "socket.socket(socket.AF_UNIX).bind('/work/target')\"",
+                                   "ln -s /dev/zero /work/target", "ln -s /dev/tty /work/target", "mkdir /work/target"])
+def test_special_files_are_refused_without_blocking(box, plant):
+    assert box.run(plant, timeout=10).exit_code == 0
+    for attempt in (lambda: box.read_file("target"), lambda: box.write_file("target", b"x")):
+        started = time.monotonic()
+        with pytest.raises(SandboxError, match="not a regular file|Is a directory|No such device"):
+            attempt()
+        assert time.monotonic() - started < 5
+    assert box.alive and box.run("echo alive", timeout=10).stdout == b"alive\n"
+    box.write_file("regular", b"still fine")
+    assert box.read_file("regular") == b"still fine"
 
 
 def test_host_tree_is_byte_identical_after_the_suite(host_tree):
