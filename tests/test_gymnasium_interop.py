@@ -108,3 +108,15 @@ def test_gymnasium_vector_envs_run_every_id(env_id: str, vector_cls: type) -> No
             assert all(isinstance(o, str) for o in obs) and rewards.shape == (2,)
     finally:
         envs.close()
+
+
+def test_async_vector_env_forks_cleanly_after_the_parent_used_the_browser_shop() -> None:
+    """A forked worker used to inherit the parent's shop server (whose thread stays in the parent) and
+    browser pool: its sessions were unknown to the server that answered, and every page was a 404."""
+    parent = gymnasium.make("agentgym/WebShop-Browser-v0")
+    try:
+        parent.reset(seed=0)
+        test_gymnasium_vector_envs_run_every_id("agentgym/WebShop-Browser-v0", AsyncVectorEnv)
+        assert parent.step("search[socks]")[4]["infra_error"] is None  # the parent's own browser still works
+    finally:
+        parent.close()

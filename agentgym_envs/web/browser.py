@@ -298,3 +298,14 @@ def default_pool() -> BrowserPool:
             _DEFAULT = BrowserPool()
             atexit.register(_DEFAULT.close)
         return _DEFAULT
+
+
+def _forget_pool_in_child() -> None:
+    """After ``fork`` the parent's browsers are not the child's to drive or quit: it starts its own."""
+    global _DEFAULT, _DEFAULT_LOCK
+    if _DEFAULT is not None:
+        atexit.unregister(_DEFAULT.close)
+    _DEFAULT, _DEFAULT_LOCK = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_pool_in_child)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import os
 import secrets
 import threading
 from collections import OrderedDict
@@ -186,6 +187,18 @@ def shared_server(num_products: int = 10_000, seed: int = 0) -> ShopServer:
             _SHARED[key] = ShopServer.for_catalogue(*key)
             atexit.register(_SHARED[key].close)
         return _SHARED[key]
+
+
+def _forget_shared_servers_in_child() -> None:
+    """After ``fork`` the serving threads stay in the parent: a child starts its own servers on first use."""
+    global _SHARED_LOCK
+    for server in _SHARED.values():
+        atexit.unregister(server.close)  # closing the parent's server from the child would wait forever
+    _SHARED.clear()
+    _SHARED_LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_shared_servers_in_child)
 
 
 def main(argv: list[str] | None = None) -> None:
