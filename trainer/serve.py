@@ -104,10 +104,6 @@ class PolicyServer(HardenedHTTPServer):
         }
 
 
-#: The old name of the client-error type; it is the shared server's now.
-RequestError = HTTPRequestError
-
-
 class _Handler(HardenedHandler):
     server: PolicyServer
 

@@ -51,6 +51,8 @@ class HardenedHandler(BaseHTTPRequestHandler):
             self.server.lobby.watch(self.connection)
             try:
                 self.handle_one_request()
+            except OSError:  # the client reset or vanished mid-request (routine), or the read deadline cut it off
+                self.close_connection = True
             finally:
                 self.server.lobby.unwatch(self.connection)
             if self.close_connection:

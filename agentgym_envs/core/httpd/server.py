@@ -6,6 +6,7 @@ import collections
 import logging
 import selectors
 import socket
+import sys
 import threading
 import time
 from http.server import ThreadingHTTPServer
@@ -203,7 +204,10 @@ class HardenedHTTPServer(ThreadingHTTPServer):
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that vanished is routine; anything else is our bug and is logged with its traceback."""
-        log.exception("%s: unexpected error serving %s", self.what, client_address)
+        if isinstance(sys.exc_info()[1], OSError):
+            log.debug("%s: connection from %s ended: %s", self.what, client_address, sys.exc_info()[1])
+        else:
+            log.exception("%s: unexpected error serving %s", self.what, client_address)
 
     def _reject_busy(self, sock: socket.socket) -> None:
         handler: type[HardenedHandler] = self.RequestHandlerClass  # type: ignore[assignment]
