@@ -3,7 +3,7 @@
 Sandboxes handed back are reset to pristine in a background thread before anyone gets them again, so a
 user never sees another's files or processes. A sandbox whose reset fails is closed and replaced.
 
->>> with SandboxPool("bwrap", size=2) as pool:              # doctest: +SKIP
+>>> with SandboxPool("bwrap", size=2) as pool:
 ...     with pool.sandbox() as box:
 ...         box.run("echo hi", timeout=5).stdout
 b'hi\\n'

@@ -20,7 +20,8 @@ What is guaranteed, and how:
   checked by the caller, never trusted verdicts. It can also stop answering (a timeout, after which the
   process is killed and the next call starts it again from the source) or kill the harness (``died``).
 
->>> with sandboxes.make("bwrap") as box:                               # doctest: +SKIP
+>>> import sandboxes
+>>> with sandboxes.make("bwrap") as box:
 ...     runner = PythonRunner(box, "def add(a, b):\\n    return a + b\\n")
 ...     runner.call("add", 2, 3)
 5

@@ -1,6 +1,8 @@
 """The embedded default policy: a tokenizer and a few-layer LM built locally from the envs' own text.
 
->>> model, tokenizer = build_tiny(TinyConfig(corpus_episodes=8), cache_dir=None)  # doctest: +SKIP
+>>> model, tokenizer = build_tiny(TinyConfig(corpus_episodes=8), cache_dir=None)
+>>> model.config.vocab_size >= len(tokenizer)  # every token has a row in the embedding
+True
 
 Artifacts (tokenizer files and the initial weights, in Hugging Face format so any backend can load them)
 go to ``cache_dir/<hash of the config>``; the same config and seed give the same bytes, so a cached build
