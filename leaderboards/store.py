@@ -23,7 +23,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sqlite3
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -374,9 +373,3 @@ def _run(row: sqlite3.Row) -> Run:
 
 def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-
-
-def iter_stores(paths: list[Path]) -> Iterator[Store]:
-    """Open each existing store read-only in spirit (reports only SELECT); missing ones raise StoreError."""
-    for path in paths:
-        yield open_store(path, create=False)

@@ -1,6 +1,6 @@
 """The sandbox contract (shared/DESIGN.md §2): results, limits, errors and the ``Sandbox`` protocol.
 
-Every backend runs the same in-sandbox supervisor (:mod:`sandboxes.supervisor`) and differs only in how it
+Every backend runs the same in-sandbox supervisor (:mod:`sandboxes.inside.supervisor`) and differs only in how it
 starts it, so results, limits and errors mean the same thing on bubblewrap, Docker and the unsafe backend.
 """
 

@@ -140,7 +140,7 @@ class Trainer:
         return ref
 
     # ----------------------------------------------------------------- phases
-    def warm_up(self, log: Any = None) -> dict[str, float]:
+    def warm_up(self) -> dict[str, float]:
         """Behaviour cloning from the scripted expert on ``bc.episodes`` train tasks (once per run)."""
         bc = self.config.bc
         tasks = TaskSampler(self.sampler.num_tasks, derive_seed(self.config.seed, _BC)).next(bc.episodes)
