@@ -57,14 +57,16 @@ def expert_trajectory(policy: HFPolicy, episode: TextEpisode, unlabeled_turns: f
 
 
 class ExploringExpertPolicy(_EnvPolicy):
-    """The scripted expert, except that before it has picked anything up, each of its ``go to`` moves is
-    replaced, with probability ``explore`` (at most ``max_detours`` times per episode), by a ``go to`` a
-    random other receptacle from ``valid_actions()``; the expert then carries on from there.
+    """The scripted expert, except that each of its moves for which the env offers detours is replaced,
+    with probability ``explore`` (at most ``max_detours`` times per episode), by one of the env's
+    ``expert_detours()`` drawn uniformly; the expert then carries on from there.
 
-    The household expert reads hidden state (it walks straight to the object), so pure expert data never
-    shows a state after a wrong guess. Detours put such states (arrive somewhere, the object is not there,
-    go elsewhere) into the behaviour-cloning data: DAgger-style recovery without a learner in the loop.
-    Draws come from a generator seeded from ``sampling.seed`` on each call, so data repeat exactly.
+    An expert that reads hidden state (it walks straight to the object) never shows a state after a wrong
+    guess. Detours put such states (arrive somewhere, the object is not there, go elsewhere) into the
+    behaviour-cloning data: DAgger-style recovery without a learner in the loop. Which wrong turns make
+    sense is env knowledge, so the env lists them (the optional ``expert_detours() -> list[str]`` hook,
+    native actions; an env without it gets the plain expert). Draws come from a generator seeded from
+    ``sampling.seed`` on each call, so data repeat exactly.
     """
 
     def __init__(self, protocol: Any = "plain", *, explore: float = 0.5, max_detours: int = 2):
@@ -89,18 +91,21 @@ class ExploringExpertPolicy(_EnvPolicy):
         self._check(batch)
         rng = np.random.default_rng(sampling.seed)
         out = []
-        for env, chat in zip(self._envs, batch):
+        for env in self._envs:
             action = env.expert_action()
-            carrying = any("You pick up" in str(m["content"]) for m in chat if m["role"] == "user")
-            if (action.startswith("go to ") and not carrying and len(self._detours[id(env)]) < self.max_detours
-                    and rng.random() < self.explore):
-                others = [a for a in (env.valid_actions() or []) if a.startswith("go to ") and a != action]
-                if others:
-                    action = others[int(rng.integers(len(others)))]
-                    self._detours[id(env)].append(self._turns[id(env)])
+            detours = self._offered(env)
+            if detours and rng.random() < self.explore:
+                action = detours[int(rng.integers(len(detours)))]
+                self._detours[id(env)].append(self._turns[id(env)])
             self._turns[id(env)] += 1
             out.append(self._completion(action, env))
         return out
+
+    def _offered(self, env: Any) -> list[str]:
+        """The env's detours from here, or none once this episode has used its ``max_detours``."""
+        if len(self._detours[id(env)]) >= self.max_detours or not hasattr(env, "expert_detours"):
+            return []
+        return list(env.expert_detours())
 
 
 def expert_trajectories(policy: HFPolicy, spec: EnvSpec, tasks: Sequence[int], seed: int, *,

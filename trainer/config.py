@@ -84,9 +84,8 @@ class EnvConfig:
     task_reminder: bool = False
     """Repeat the instruction after every observation (BC data, rollouts and evaluation alike)."""
     expert: str = ""
-    """Which scripted expert the train env offers behaviour cloning, for envs that have several (household:
-    ``oracle``, which knows where everything is, or ``search``, which knows only what the agent has seen);
-    ``""``: the env's default."""
+    """Which scripted expert the train env offers behaviour cloning, for envs that have several: passed as
+    the env's ``expert=`` make kwarg (the env's docs list the choices); ``""``: the env's default."""
 
     def __post_init__(self) -> None:
         _require(self.max_turns >= 1, f"env.max_turns must be >= 1, got {self.max_turns}")
@@ -199,8 +198,9 @@ class BCConfig:
     batch_size: int = 16
     lr: float = 3e-3
     explore: float = 0.0
-    """Probability that the expert detours to a random receptacle before each search move (household;
-    :class:`trainer.bc.ExploringExpertPolicy`): recovery states for BC. 0: the plain scripted expert."""
+    """Probability that the expert takes one of the env's ``expert_detours()`` instead of its move when
+    the env offers some (:class:`trainer.bc.ExploringExpertPolicy`): recovery states for BC. 0: the plain
+    scripted expert."""
     max_detours: int = 2
     """At most this many detours per BC episode."""
 

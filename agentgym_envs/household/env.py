@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 
 from ..core import InvalidAction, LazyTasks, Step, Task, TaskEnv
 from . import render
-from .expert import expert_command, search_command
+from .expert import detour_commands, expert_command, search_command
 from .generate import build_world
 from .goals import DONE, SUBGOALS, goal_met, instruction, subgoals_met
 from .grammar import USAGE, format_command, is_move, parse, resolve
@@ -91,6 +91,7 @@ class HouseholdEnv(TaskEnv):
         self.knowledge: Knowledge | None = None
         self._reached: set[str] = set()  # subgoals reached this episode
         self._paid = 0.0  # dense reward paid so far this episode
+        self._picked_up = False  # a take succeeded this episode (ends the expert's detours)
         # Command tables, so that a step costs a dict lookup instead of re-deriving every command:
         self._go_table: dict[str, Command] = {}  # "go to X" for every receptacle (fixed per episode)
         self._go_lists: dict[str | None, list[str]] = {}  # location -> its go-tos (built on demand)
@@ -102,7 +103,7 @@ class HouseholdEnv(TaskEnv):
         self.task_spec = self.task.data["spec"]
         self.world = build_world(self.task_spec)
         self.knowledge = Knowledge(self.world)
-        self._reached, self._paid = set(), 0.0
+        self._reached, self._paid, self._picked_up = set(), 0.0, False
         self._build_tables()
         info["metrics"] = {**self._metrics(), "task_index": float(self.task_index)}
         return render.welcome(self.world, instruction(self.task_spec)), info
@@ -112,7 +113,7 @@ class HouseholdEnv(TaskEnv):
         and return its first observation. For tests and for replaying ALFWorld transcripts in the room
         they show; ``info["task_id"]`` stays the reset task's."""
         self.task_spec, self.world, self.knowledge = spec, world, Knowledge(world)
-        self._reached, self._paid = set(), 0.0
+        self._reached, self._paid, self._picked_up = set(), 0.0, False
         self._build_tables()
         return render.welcome(world, instruction(spec))
 
@@ -122,6 +123,7 @@ class HouseholdEnv(TaskEnv):
             command = self._interpret(action)
         self.world.apply(command)
         self.knowledge.observe(self.world)
+        self._picked_up = self._picked_up or command.verb == "take"
         observation = render.result(self.world, command, moved=command.verb == "put" and is_move(action))
         reward, done = self._progress(command)
         self._local = self._local_table()
@@ -180,11 +182,24 @@ class HouseholdEnv(TaskEnv):
     def expert_action(self) -> str:
         """The scripted expert's next command (``look`` once the goal holds or before reset): the oracle,
         or with ``expert="search"`` the one that knows only what the agent has seen."""
+        command = self._expert_command()
+        return "look" if command is None else format_command(command)
+
+    def expert_detours(self) -> list[str]:
+        """Wrong turns the expert may take instead of :meth:`expert_action` and recover from: before
+        anything was picked up, a ``go to`` any other receptacle in place of the expert's ``go to``
+        (:func:`~agentgym_envs.household.expert.detour_commands`); otherwise none."""
+        command = self._expert_command()
+        if command is None:
+            return []
+        return [format_command(c) for c in detour_commands(self.world, command, picked_up=self._picked_up)]
+
+    def _expert_command(self) -> Command | None:
         if self.world is None or goal_met(self.world, self.task_spec):
-            return "look"
+            return None
         if self.expert == "search":
-            return format_command(search_command(self.world, self.task_spec, self.knowledge))
-        return format_command(expert_command(self.world, self.task_spec))
+            return search_command(self.world, self.task_spec, self.knowledge)
+        return expert_command(self.world, self.task_spec)
 
     def state_key_material(self) -> str:
         return self.knowledge.key(self.world, self.task_spec.task_id) if self.world is not None else ""

@@ -5,6 +5,9 @@ after random actions, from snapshots, and mid-episode hand-offs. It knows where 
 what ALFWorld's handcoded expert knows too. ``go to`` costs one step whatever the distance, so choices
 minimise the number of commands: a goal object already at hand or behind an open door wins, a goal
 object that already has the required state (clean/hot/cool) saves the trip to the appliance.
+
+:func:`detour_commands` lists the wrong turns an exploring expert may take instead (behaviour-cloning data
+with recovery states); the expert recovers from any of them because it is a function of the state.
 """
 
 from __future__ import annotations
@@ -53,6 +56,19 @@ def search_command(world: World, spec: TaskSpec, knowledge: Knowledge) -> Comman
         return _approach(world, here) or Command("look")
     best = min(unexplored, key=lambda r: r.kind not in homes)  # min keeps room order among equals
     return _approach(world, best) or Command("look")
+
+
+def detour_commands(world: World, command: Command, *, picked_up: bool) -> list[Command]:
+    """Wrong turns instead of the expert's next ``command``: while the agent has picked nothing up this
+    episode (``picked_up`` false) and ``command`` is a ``go``, a ``go`` to every other receptacle but the
+    one the agent stands at, in room order; otherwise none.
+
+    The oracle walks straight to the object it knows about, so its demonstrations never show arriving
+    somewhere, not finding the object and going elsewhere. A detour puts such a state into the data.
+    """
+    if picked_up or command.verb != "go":
+        return []
+    return [Command("go", name) for name in world.receptacles if name not in (command.obj, world.location)]
 
 
 class _Unseen(Exception):

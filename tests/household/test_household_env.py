@@ -132,6 +132,39 @@ def test_dense_reward_pays_subgoals_and_sums_to_one() -> None:
     assert all(0.0 <= r <= 1.0 for r in rewards)
 
 
+def test_expert_detours_are_other_go_tos_until_something_is_picked_up() -> None:
+    """expert_detours(): while nothing was taken, every admissible go-to but the expert's own replaces a
+    go-to move; once a take succeeded (even if the object is put down again), none; after a detour the
+    expert still wins, and a snapshot restores the picked-up flag."""
+    env = HouseholdEnv(split="train", task_type="pick_two_obj_and_place")
+    assert env.expert_detours() == []  # before reset
+    rng = np.random.default_rng(0)
+    for index in range(0, 400, 20):
+        env.reset(options={"task_index": index})
+        taken, detoured, offered, steps = False, 0, 0, 0
+        while steps < 50:
+            action, detours = env.expert_action(), env.expert_detours()
+            if taken or not action.startswith("go to "):
+                assert detours == [], (index, action)
+            else:
+                gos = [a for a in env.valid_actions() if a.startswith("go to ") and a != action]
+                assert detours == gos and len(gos) >= 2, (index, action)
+                offered += 1
+                if detoured < 2:
+                    action, detoured = detours[int(rng.integers(len(detours)))], detoured + 1
+            _, _, terminated, truncated, info = env.step(action)
+            assert info["action_valid"], (index, action)
+            taken, steps = taken or action.startswith("take "), steps + 1
+            if taken and env.expert_action().startswith("go to "):  # the flag, not the move, says none
+                fresh = HouseholdEnv(split="train", task_type="pick_two_obj_and_place")
+                fresh.reset(options={"task_index": index})
+                fresh.set_state(env.get_state())
+                assert fresh.expert_detours() == [] and fresh.expert_action() == env.expert_action()
+            if terminated or truncated:
+                break
+        assert info["won"] and detoured == min(2, offered) and detoured >= 1, index
+
+
 def test_inadmissible_and_unparseable_actions() -> None:
     env = HouseholdEnv(split="valid_seen")
     env.reset(options={"task_index": 0})
