@@ -1,9 +1,11 @@
 """``agentgym train`` and ``agentgym quickstart`` wiring (the runs themselves are tested elsewhere)."""
 
+import fnmatch
+import tomllib
 from pathlib import Path
 
 from agentgym_envs.cli.main import main
-from trainer.cli.quickstart import QUICKSTART
+from trainer.cli.quickstart import QUICKSTART_CONFIG, quickstart_config
 from trainer.config import load_config
 
 REPO = Path(__file__).parents[2]
@@ -22,6 +24,19 @@ def test_train_explains_a_bad_override(capsys):
     assert "group_size must be >= 2" in capsys.readouterr().out
 
 
-def test_quickstart_settings_match_the_shipped_config():
-    shipped = load_config(REPO / "configs" / "quickstart.yaml")
-    assert load_config(None, QUICKSTART + [f"out_dir={shipped.out_dir}"]) == shipped
+def test_quickstart_runs_the_shipped_config_with_the_users_overrides(tmp_path):
+    """One copy of the settings: the command loads the YAML that ``configs/quickstart.yaml`` links to."""
+    assert (REPO / "configs" / "quickstart.yaml").resolve() == QUICKSTART_CONFIG
+    shipped = load_config(REPO / "configs" / "quickstart.yaml", [f"out_dir={tmp_path}"])
+    assert quickstart_config(str(tmp_path)) == shipped
+    assert shipped.env.env_id == "agentgym/Household-PickPlace-v0" and shipped.algorithm.estimator == "gigpo_mean"
+    changed = quickstart_config(str(tmp_path), ["steps=3", "bc.epochs=1"])
+    assert (changed.steps, changed.bc.epochs, changed.rollout.group_size) == (3, 1, shipped.rollout.group_size)
+
+
+def test_the_quickstart_config_ships_as_package_data():
+    """A non-editable install has no ``configs/`` folder: the file must be in the trainer package's data."""
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
+    patterns = pyproject["tool"]["setuptools"]["package-data"]["trainer"]
+    relative = QUICKSTART_CONFIG.relative_to(REPO / "trainer").as_posix()
+    assert any(fnmatch.fnmatch(relative, pattern) for pattern in patterns), (relative, patterns)

@@ -3,7 +3,7 @@
 On a CPU in a few minutes: the tokenizer and model are built locally from household text, behaviour
 cloning fits the scripted expert's pick-and-place episodes, RL (GiGPO) trains on train-split tasks, and
 held-out (``valid_seen``) success is measured before and after RL. The last line printed is exactly
-``held-out success: before=<x> after=<y>``. The settings are :data:`QUICKSTART` (also ``configs/quickstart.yaml``).
+``held-out success: before=<x> after=<y>``. The settings are :data:`QUICKSTART_CONFIG` (``trainer/configs/quickstart.yaml``).
 """
 
 from __future__ import annotations
@@ -11,17 +11,23 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-#: The quickstart run, as overrides of the defaults (kept in sync with configs/quickstart.yaml).
-QUICKSTART = [
-    "seed=0", "steps=30", "checkpoint_every=0", "progress=false",
-    "env.env_id=agentgym/Household-PickPlace-v0", "env.max_turns=12", "env.system_prompt=''", "env.dense_reward=true",
-    "env.task_reminder=true",
-    "bc.episodes=790", "bc.epochs=6", "bc.batch_size=8", "bc.lr=0.003",
-    "rollout.tasks_per_step=8", "rollout.group_size=4", "rollout.max_new_tokens=12", "rollout.temperature=1.0",
-    "algorithm.estimator=gigpo_mean", "algorithm.positive_only=true",
-    "loss.clip_high=0.28", "loss.aggregation=token_mean", "optim.lr=0.0003",
-]
+if TYPE_CHECKING:
+    from ..config import TrainConfig
+
+#: The quickstart's settings, the one copy: package data, so an installed (non-editable) package finds it
+#: too; ``configs/quickstart.yaml`` in a checkout is a link to this file.
+QUICKSTART_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "quickstart.yaml"
+
+
+def quickstart_config(out_dir: str, overrides: list[str] = ()) -> TrainConfig:
+    """The quickstart's :class:`~trainer.config.TrainConfig`: :data:`QUICKSTART_CONFIG`, run in ``out_dir``,
+    then the user's ``key=value`` overrides."""
+    from ..config import load_config
+
+    return load_config(QUICKSTART_CONFIG, [f"out_dir={out_dir}", *overrides])
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,14 +36,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..config import load_config
     from ..loop import Trainer, fit
     from . import quiet_transformers
 
     quiet_transformers()
     start = time.perf_counter()
     out_dir = args.out_dir or tempfile.mkdtemp(prefix="agentgym-quickstart-")
-    config = load_config(None, QUICKSTART + [f"out_dir={out_dir}"] + list(args.overrides))
+    config = quickstart_config(out_dir, list(args.overrides))
     print(f"[{_clock(start)}] building the tiny policy (tokenizer + model, cached after the first run)", flush=True)
     trainer = Trainer(config)
     try:
