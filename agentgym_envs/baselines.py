@@ -16,6 +16,7 @@ import gymnasium
 import numpy as np
 
 from .registration import make
+from .seeding import derive_rng, episode_seed
 
 Agent = Callable[[gymnasium.Env, np.random.Generator], str]
 _RANDOM_CHARS = list("abcdefghijklmnopqrstuvwxyz0123456789 ")
@@ -57,11 +58,11 @@ def evaluate(env_id: str, agent: str, *, episodes: int = 20, seed: int = 0, **en
     act = AGENTS[agent]
     env = make(env_id, **env_kwargs)
     # The agent's stream must differ from the env's (seeded with the same integer) or it mirrors the env's draws.
-    rng = np.random.default_rng(np.random.SeedSequence([seed, 0x5EED]))
+    rng = derive_rng(seed, 0x5EED)
     wins, returns, steps = [], [], 0
     start = time.perf_counter()
     for episode in range(episodes):
-        env.reset(seed=seed + episode)
+        env.reset(seed=episode_seed(seed, episode))
         total, won, done = 0.0, False, False
         while not done:
             _, reward, terminated, truncated, info = env.step(act(env, rng))

@@ -17,10 +17,10 @@ from dataclasses import replace
 from typing import Any
 
 import gymnasium
-import numpy as np
 
 from agentgym_envs.chat import ChatHistory
 from agentgym_envs.protocols import ActionProtocolWrapper
+from agentgym_envs.seeding import derive_seed
 from trainer.policy import Completion, SamplingConfig, TokenPolicy
 
 from .errors import SuiteError
@@ -51,7 +51,7 @@ def make_env(entry: Entry) -> ActionProtocolWrapper:
 
 def sampling_seed(entry: Entry, episode_index: int, turn: int) -> int:
     """The policy's seed for one turn: distinct across entries, episodes (so repeats differ) and turns."""
-    return int(np.random.SeedSequence([entry.seed, entry.stream(), episode_index, turn]).generate_state(1)[0])
+    return derive_seed(entry.seed, entry.stream(), episode_index, turn)
 
 
 def play_episode(entry: Entry, episode_index: int, env: ActionProtocolWrapper, policy: Any,

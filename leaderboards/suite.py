@@ -36,6 +36,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentgym_envs.seeding import episode_seed
+
 from .errors import SuiteError
 
 SUITES_DIR = Path(__file__).parent / "suites"
@@ -80,7 +82,7 @@ class Entry:
         return divmod(episode_index, self.repeats)
 
     def reset_seed(self, episode_index: int) -> int:
-        return self.seed + self.task_of(episode_index)[0]
+        return episode_seed(self.seed, self.task_of(episode_index)[0])
 
     def stream(self) -> int:
         """A stable 32-bit id of this entry, mixed into the policy's sampling seeds."""

@@ -23,6 +23,7 @@ import numpy as np
 
 from agentgym_envs.chat import ChatHistory, Message
 from agentgym_envs.protocols import ActionProtocolWrapper
+from agentgym_envs.seeding import derive_seed
 
 from .baselines import EnvBoundPolicy
 from .policy import Policy, SamplingConfig
@@ -81,9 +82,7 @@ class TextEpisode:
 
 def turn_seed(seed: int | None, turn: int) -> int | None:
     """A per-turn sampler seed derived from the episode batch's seed (so turns do not share draws)."""
-    if seed is None:
-        return None
-    return int(np.random.SeedSequence([seed, turn]).generate_state(1)[0])
+    return None if seed is None else derive_seed(seed, turn)
 
 
 def run_text_episodes(policy: Policy, spec: EnvSpec, task_indices: Sequence[int], *, seed: int = 0,

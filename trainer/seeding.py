@@ -1,9 +1,10 @@
 """Seeds derived from the run's seed, and the process RNG states a checkpoint must carry.
 
 Library code never draws from global RNGs: every random choice uses a generator seeded by
-:func:`derive_seed` from the run seed and a position (update step, purpose), so a resumed run makes the
-same draws as an uninterrupted one. Global states (python, numpy, torch) are still saved and restored,
-for user code and third-party libraries that do use them.
+:func:`~agentgym_envs.seeding.derive_seed` (the project's one seed derivation, re-exported here) from the
+run seed and a position (update step, purpose), so a resumed run makes the same draws as an uninterrupted
+one. Global states (python, numpy, torch) are still saved and restored, for user code and third-party
+libraries that do use them.
 """
 
 from __future__ import annotations
@@ -14,14 +15,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from agentgym_envs.seeding import derive_seed
 
-def derive_seed(seed: int, *keys: int) -> int:
-    """A 32-bit seed that is a pure function of ``seed`` and ``keys`` (independent streams per key).
-
-    >>> derive_seed(0, 1) == derive_seed(0, 1) != derive_seed(0, 2)
-    True
-    """
-    return int(np.random.SeedSequence([seed, *keys]).generate_state(1)[0])
+__all__ = ["TaskSampler", "capture_rng", "derive_seed", "restore_rng"]
 
 
 def capture_rng() -> dict[str, Any]:

@@ -6,24 +6,20 @@ machine and every NumPy release. NumPy only promises stable *bit* streams, not s
 here in a few lines. It is also faster than NumPy's per-call overhead for the ~100 scalar draws a reset
 makes. The env's own ``np_random`` still picks the task index on a plain ``reset(seed=...)``.
 
->>> rng = SplitMix64(stable_seed("household", "train", 0))
->>> rng.below(10) == SplitMix64(stable_seed("household", "train", 0)).below(10)
+Seeds come from :func:`agentgym_envs.seeding.text_seed` (task ids are words and numbers).
+
+>>> from agentgym_envs.seeding import text_seed
+>>> rng = SplitMix64(text_seed("household", "train", 0))
+>>> rng.below(10) == SplitMix64(text_seed("household", "train", 0)).below(10)
 True
 """
 
 from __future__ import annotations
 
-import hashlib
 from typing import Sequence, TypeVar
 
 T = TypeVar("T")
 _MASK = (1 << 64) - 1
-
-
-def stable_seed(*parts: object) -> int:
-    """A 64-bit seed from the text of ``parts`` (unlike ``hash()``, identical in every process)."""
-    text = "\x1f".join(str(p) for p in parts).encode()
-    return int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "little")
 
 
 class SplitMix64:

@@ -17,11 +17,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache, cached_property
 
+from ..seeding import text_seed
 from .catalog import (
     APPLIANCE, EXAMINABLE, FLOORPLANS, LAMP_HOSTS, LAMPS, OBJECT_KINDS, ROOM_RECEPTACLES, UNSEEN_FLOORPLANS,
     room_object_kinds,
 )
-from .rng import SplitMix64, stable_seed
+from .rng import SplitMix64
 
 PICK_PLACE, EXAMINE, CLEAN, HEAT, COOL, PICK_TWO = (
     "pick_and_place", "look_at_obj_in_light", "pick_clean_then_place", "pick_heat_then_place",
@@ -91,7 +92,7 @@ class TaskSpec:
 @cache
 def held_out(obj: str, receptacle: str) -> bool:
     """Whether the pair is reserved for ``valid_unseen`` (a fixed hash: the same in every version)."""
-    return stable_seed("household-held-out", obj, receptacle) % HELD_OUT_ONE_IN == 0
+    return text_seed("household-held-out", obj, receptacle) % HELD_OUT_ONE_IN == 0
 
 
 def room_of(floorplan: int) -> str:
@@ -102,7 +103,7 @@ def room_of(floorplan: int) -> str:
 def build_layout(floorplan: int) -> Layout:
     """The furniture of a floorplan: counts per kind drawn from the room's ranges, lamps on hosts."""
     room = room_of(floorplan)
-    rng = SplitMix64(stable_seed("household-layout", floorplan))
+    rng = SplitMix64(text_seed("household-layout", floorplan))
     counts = [(kind, rng.between(low, high)) for kind, low, high in sorted(ROOM_RECEPTACLES[room])]
     receptacles = tuple((f"{kind} {i}", kind) for kind, count in counts for i in range(1, count + 1))
     hosts = [name for name, kind in receptacles if kind in LAMP_HOSTS]
@@ -155,7 +156,7 @@ def task_types(split: str) -> tuple[str, ...]:
     if split not in SPLIT_COUNTS:
         raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
     labels = [t for t, n in zip(TASK_TYPES, SPLIT_COUNTS[split]) for _ in range(n)]
-    SplitMix64(stable_seed("household-types", split)).shuffle(labels)
+    SplitMix64(text_seed("household-types", split)).shuffle(labels)
     return tuple(labels)
 
 
@@ -165,7 +166,7 @@ def task_spec(split: str, index: int) -> TaskSpec:
     types = task_types(split)
     if not 0 <= index < len(types):
         raise ValueError(f"task index must be in [0, {len(types)}) for split {split!r}, got {index}")
-    seed = stable_seed("household", split, index)
+    seed = text_seed("household", split, index)
     rng = SplitMix64(seed)
     floorplan, pairs = rng.choice(_options(split != "valid_unseen", types[index]))
     obj, target = rng.choice(pairs)

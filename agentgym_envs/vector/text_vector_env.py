@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from ..core.errors import AgentGymError
+from ..seeding import derive_seed
 from .worker import (STARTUP_TIMEOUT_S, EnvFn, Failure, ProcessWorker, ThreadWorker, close_workers, pickle_env_fn,
                      resolve_env_fns)
 
@@ -42,21 +43,13 @@ logger = logging.getLogger(__name__)
 
 #: A reset that keeps failing (the env breaks on every fresh start) stops the run after this many tries.
 MAX_RESET_ATTEMPTS = 3
+#: Reset seeds are ``derive_seed(base, stream, index, counter)``: a pure function of the run's seed, so restarts
+#: keep runs reproducible; the stream keeps restarts of env ``index`` and episodes of group ``index`` apart.
 _RESTART_STREAM, _GROUP_STREAM = 0, 1
 
 
 class VectorEnvError(AgentGymError):
     """The vector env cannot go on: an env cannot be built, keeps failing to reset, or was closed."""
-
-
-def derive_seed(base: int | None, stream: int, index: int, counter: int) -> int:
-    """A reset seed that is a pure function of the run's seed, so restarts keep runs reproducible.
-
-    ``stream`` separates uses (restarts of env ``index`` vs. episodes of group ``index``) so that they
-    never share seeds; an unseeded run (``base=None``) gets fresh OS entropy instead.
-    """
-    sequence = np.random.SeedSequence() if base is None else np.random.SeedSequence([base, stream, index, counter])
-    return int(sequence.generate_state(1)[0])
 
 
 @dataclass

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from ..household.rng import SplitMix64, stable_seed
+from ..household.rng import SplitMix64
+from ..seeding import text_seed
 from . import prose
 from .cache import cached
 from .vocab import BRAND_HEADS, BRAND_TAILS, CATEGORIES, MODIFIERS, OPTION_VALUES, VOCAB_VERSION, Category, ProductType
@@ -138,7 +139,7 @@ class Catalogue:
         return " ".join((product.title, details.description, details.bullets[0], options)).lower()
 
     def _rng(self, kind: str, index: int) -> SplitMix64:
-        return SplitMix64(stable_seed("webshop", VOCAB_VERSION, kind, self.seed, index))
+        return SplitMix64(text_seed("webshop", VOCAB_VERSION, kind, self.seed, index))
 
     def _write_details(self, index: int) -> Details:
         product, rng = self.products[index], self._rng("details", index)

