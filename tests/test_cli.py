@@ -82,3 +82,50 @@ def test_baselines_table():
 def test_unknown_subcommand_fails():
     out = run("frobnicate")
     assert out.returncode == 2
+
+
+ALL_COMMANDS = ["list", "play", "check", "new", "baselines", "train", "quickstart", "bench", "leaderboard"]
+
+
+def test_every_part_registers_its_commands_and_each_answers_help():
+    """The trainer's and the leaderboards' commands come from their own cli/ tables (entry points)."""
+    top = run("--help")
+    assert top.returncode == 0, top.stderr
+    assert all(f"    {name}" in top.stdout for name in ALL_COMMANDS), top.stdout
+    for name in ALL_COMMANDS:
+        out = run(name, "--help")
+        assert out.returncode == 0 and out.stdout.startswith(f"usage: agentgym {name}"), (name, out.stdout + out.stderr)
+
+
+def test_a_stale_egg_info_in_the_working_directory_hides_no_command(tmp_path: Path):
+    """A legacy build's ``agentgym.egg-info`` (no entry points) first on sys.path must not shadow the install."""
+    stale = tmp_path / "agentgym.egg-info"
+    stale.mkdir()
+    (stale / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: agentgym\nVersion: 0.0.1\n")
+    (stale / "entry_points.txt").write_text("[console_scripts]\nagentgym = agentgym_envs.cli.main:main\n")
+    out = run("train", "--help", cwd=tmp_path)
+    assert out.returncode == 0 and "usage: agentgym train" in out.stdout, out.stdout + out.stderr
+
+
+def test_the_env_package_cli_imports_no_other_part():
+    """The dependency points from trainer/leaderboards to agentgym_envs, never back (issue 16 §5)."""
+    import ast
+
+    for path in sorted((Path(__file__).parents[1] / "agentgym_envs" / "cli").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            assert not any(n.split(".")[0] in ("trainer", "leaderboards") for n in names), (path.name, names)
+        assert '"trainer.' not in path.read_text() and '"leaderboards.' not in path.read_text(), path.name
+
+
+def test_two_parts_claiming_one_command_name_is_an_error():
+    import pytest
+
+    from agentgym_envs.cli.main import CommandRegistryError, _merge
+
+    found, owner = {"train": ("trainer.cli.train", "help")}, {"train": "trainer.cli:COMMANDS"}
+    with pytest.raises(CommandRegistryError, match="expected unique subcommand names, got 'train'"):
+        _merge(found, owner, {"train": ("other.cli.train", "help")}, "other.cli:COMMANDS")
+    with pytest.raises(CommandRegistryError, match="expected other.cli:COMMANDS to be a dict"):
+        _merge(found, owner, ["train"], "other.cli:COMMANDS")

@@ -1,6 +1,10 @@
 """``agentgym``: one entry point; subcommands load lazily so ``agentgym list`` stays fast.
 
-Later parts add theirs (``train``, ``bench``, ``leaderboard``) by adding a line to ``SUBCOMMANDS``.
+Every part registers its own subcommands: a ``COMMANDS`` table (name -> (module, one-line help)) in its
+``cli/__init__.py``, named under the ``agentgym.commands`` entry-point group in ``pyproject.toml``. This
+module reads that group, so the env package never imports the trainer or the leaderboards by name (the
+dependency points from them to it), and a new part adds commands without editing this file. Only the
+chosen command's module is imported.
 """
 
 from __future__ import annotations
@@ -9,25 +13,65 @@ import argparse
 import importlib
 import os
 import sys
+from collections.abc import Iterator
+from importlib.metadata import EntryPoint, distributions
 
-#: name -> (module with add_arguments(parser) and run(args) -> int, one-line help)
-SUBCOMMANDS: dict[str, tuple[str, str]] = {
-    "list": ("agentgym_envs.cli.list_envs", "list registered env ids with one-line descriptions"),
-    "play": ("agentgym_envs.cli.play", "play an env yourself in the terminal"),
-    "check": ("agentgym_envs.cli.check", "run check_env on env ids and print a verdict"),
-    "new": ("agentgym_envs.cli.new", "scaffold a new env module with a test"),
-    "baselines": ("agentgym_envs.cli.baselines", "evaluate random and scripted-expert agents on registered envs"),
-    "train": ("trainer.cli.train", "train a policy with RL from a YAML config and key=value overrides"),
-    "quickstart": ("trainer.cli.quickstart", "build the tiny policy, warm it up, run RL on household tasks (CPU, minutes)"),
-    "bench": ("leaderboards.cli.bench", "evaluate a policy on a benchmark suite into a results store (resumable)"),
-    "leaderboard": ("leaderboards.cli.leaderboard", "render results stores as a Markdown table and an HTML page with plots"),
-}
+from . import COMMANDS as OWN_COMMANDS
+
+GROUP = "agentgym.commands"
 
 
-def build_parser() -> argparse.ArgumentParser:
+class CommandRegistryError(Exception):
+    """Two parts register the same subcommand name, or a registered table has the wrong shape."""
+
+
+def subcommands() -> dict[str, tuple[str, str]]:
+    """Every registered subcommand: name -> (module with ``add_arguments`` and ``run``, one-line help).
+
+    The env package's own come first, then each registered part's table in entry-point name order. An entry
+    naming a package that is not installed (stale metadata) contributes nothing; any other import error
+    is a bug and is raised."""
+    found: dict[str, tuple[str, str]] = dict(OWN_COMMANDS)
+    owner = {name: __package__ for name in found}
+    for entry in sorted(_registered_parts(), key=lambda e: e.name):
+        if entry.value.partition(":")[0] == __package__:
+            continue  # our own table, already in
+        try:
+            table = entry.load()
+        except ModuleNotFoundError as e:
+            if e.name != entry.value.split(".")[0]:
+                raise
+            continue
+        _merge(found, owner, table, entry.value)
+    return found
+
+
+def _registered_parts() -> Iterator[EntryPoint]:
+    """The group's entries over every distribution on the path, not only the first ``agentgym`` found:
+    a stale ``agentgym.egg-info`` in the working directory (left by a legacy build) would otherwise
+    shadow the installed metadata and hide the other parts' commands."""
+    seen: set[str] = set()
+    for dist in distributions():
+        for entry in dist.entry_points.select(group=GROUP):
+            if entry.value not in seen:
+                seen.add(entry.value)
+                yield entry
+
+
+def _merge(found: dict[str, tuple[str, str]], owner: dict[str, str], table: object, source: str) -> None:
+    if not isinstance(table, dict):
+        raise CommandRegistryError(f"expected {source} to be a dict name -> (module, help), got {type(table).__name__}")
+    for name, spec in table.items():
+        if name in found:
+            raise CommandRegistryError(f"expected unique subcommand names, got {name!r} from both {owner[name]} "
+                                       f"and {source}: rename one of them")
+        found[name], owner[name] = tuple(spec), source
+
+
+def build_parser(commands: dict[str, tuple[str, str]]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="agentgym", description="The open gym and trainer for LLM agents.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, (module, help_text) in SUBCOMMANDS.items():
+    for name, (module, help_text) in commands.items():
         sub_parser = sub.add_parser(name, help=help_text, description=help_text)
         sub_parser.set_defaults(_module=module)
     return parser
@@ -38,13 +82,15 @@ def main(argv: list[str] | None = None) -> int:
     # "module:agentgym/Id" env ids (gymnasium's syntax) should find modules in the current directory.
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
-    parser = build_parser()
-    if not argv or argv[0] not in SUBCOMMANDS:
-        args = parser.parse_args(argv)  # prints help or the error for an unknown command
+    commands = subcommands()
+    parser = build_parser(commands)
+    if not argv or argv[0] not in commands:
+        parser.parse_args(argv)  # prints help or the error for an unknown command
         parser.print_help()
         return 2
-    module = importlib.import_module(SUBCOMMANDS[argv[0]][0])
-    sub_parser = argparse.ArgumentParser(prog=f"agentgym {argv[0]}", description=SUBCOMMANDS[argv[0]][1])
+    module_name, help_text = commands[argv[0]]
+    module = importlib.import_module(module_name)
+    sub_parser = argparse.ArgumentParser(prog=f"agentgym {argv[0]}", description=help_text)
     module.add_arguments(sub_parser)
     args = sub_parser.parse_args(argv[1:])
     import agentgym_envs  # noqa: F401  (registers the built-in envs)

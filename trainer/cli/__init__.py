@@ -1,4 +1,14 @@
-"""``agentgym train`` and ``agentgym quickstart`` (registered in ``agentgym_envs/cli/main.py``)."""
+"""``agentgym train`` and ``agentgym quickstart``: the trainer's subcommands.
+
+:data:`COMMANDS` is registered under the ``agentgym.commands`` entry-point group (``pyproject.toml``), where
+``agentgym_envs/cli/main.py`` finds it; each module it names has ``add_arguments(parser)`` and ``run(args)``.
+"""
+
+#: name -> (module with add_arguments(parser) and run(args) -> int, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "train": ("trainer.cli.train", "train a policy with RL from a YAML config and key=value overrides"),
+    "quickstart": ("trainer.cli.quickstart", "build the tiny policy, warm it up, run RL on household tasks (CPU, minutes)"),
+}
 
 
 def quiet_transformers() -> None:
