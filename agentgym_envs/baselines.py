@@ -7,7 +7,6 @@ live in ``trainer`` and are evaluated by ``leaderboards``.
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -17,6 +16,7 @@ import numpy as np
 
 from .registration import make
 from .seeding import derive_rng, episode_seed
+from .stats import normal_half_width
 
 Agent = Callable[[gymnasium.Env, np.random.Generator], str]
 _RANDOM_CHARS = list("abcdefghijklmnopqrstuvwxyz0123456789 ")
@@ -72,7 +72,7 @@ def evaluate(env_id: str, agent: str, *, episodes: int = 20, seed: int = 0, **en
     elapsed = time.perf_counter() - start
     env.close()
     p = float(np.mean(wins))
-    return EvalResult(env_id, agent, episodes, p, 1.96 * math.sqrt(p * (1 - p) / episodes), float(np.mean(returns)),
+    return EvalResult(env_id, agent, episodes, p, normal_half_width(p, episodes), float(np.mean(returns)),
                       steps / episodes, steps / max(elapsed, 1e-9))
 
 

@@ -1,5 +1,8 @@
 """Interval estimates and pass@k for leaderboard tables, pure and deterministic.
 
+The rate and mean intervals (``wilson``, ``mean_ci``, ``Z95``) are :mod:`agentgym_envs.stats`'s, re-exported
+here; this module adds what only leaderboards need (pass@k, the macro average over families).
+
 >>> round(wilson(8, 10)[0], 3), round(wilson(8, 10)[1], 3)
 (0.49, 0.943)
 >>> round(pass_at_k(n=5, c=2, k=1), 3), round(pass_at_k(n=5, c=2, k=2), 3)
@@ -13,21 +16,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-Z95 = 1.959963984540054
+from agentgym_envs.stats import Z95, mean_ci, wilson
 
-
-def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
-    """The Wilson score interval for a binomial proportion (sound at 0, 1 and small n, unlike the normal one).
-
-    ``(0.0, 1.0)`` when ``n == 0``: no episodes say nothing.
-    """
-    if n <= 0:
-        return 0.0, 1.0
-    p = successes / n
-    denominator = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denominator
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
-    return max(0.0, centre - half), min(1.0, centre + half)
+__all__ = ["Z95", "macro_rate_ci", "mean_ci", "mean_pass_at_k", "pass_at_k", "wilson"]
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -72,12 +63,3 @@ def macro_rate_ci(counts: Sequence[tuple[int, int]], z: float = Z95) -> tuple[fl
         variance += p * (1 - p) / adjusted_n
     half = z * math.sqrt(variance) / len(kept)
     return point, max(0.0, point - half), min(1.0, point + half)
-
-
-def mean_ci(values: Sequence[float], z: float = Z95) -> tuple[float, float]:
-    """Mean and the half-width of its normal-approximation interval (for steps, tokens, seconds)."""
-    if not len(values):
-        return 0.0, 0.0
-    array = np.asarray(values, dtype=float)
-    half = z * float(array.std(ddof=1)) / math.sqrt(len(array)) if len(array) > 1 else 0.0
-    return float(array.mean()), half

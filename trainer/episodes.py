@@ -13,7 +13,6 @@ exact token ids, go through :mod:`trainer.rollout` instead.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -24,6 +23,7 @@ import numpy as np
 from agentgym_envs.chat import ChatHistory, Message
 from agentgym_envs.protocols import ActionProtocolWrapper
 from agentgym_envs.seeding import derive_seed
+from agentgym_envs.stats import normal_half_width
 
 from .baselines import EnvBoundPolicy
 from .policy import Policy, SamplingConfig
@@ -129,4 +129,4 @@ def success_rate(episodes: Sequence[TextEpisode]) -> tuple[float, float]:
     if not wins:
         return 0.0, 0.0
     p = float(np.mean(wins))
-    return p, 1.96 * math.sqrt(p * (1 - p) / len(wins))
+    return p, normal_half_width(p, len(wins))

@@ -19,6 +19,8 @@ import gymnasium
 import numpy as np
 
 from ..registration import make
+from ..seeding import episode_seed
+from ..stats import mean_ci
 
 Policy = Callable[[gymnasium.Env, np.random.Generator], str]
 
@@ -32,7 +34,7 @@ class Summary:
     episodes: int
     mean: float
     ci95: float
-    """Half-width: 1.96 standard errors."""
+    """Half-width: 1.96 standard errors (:func:`agentgym_envs.stats.mean_ci`); infinite for one episode."""
     metrics: dict[str, float] = field(default_factory=dict)
     """Means of the final ``info["metrics"]``."""
     episodes_per_s: float = 0.0
@@ -78,13 +80,13 @@ def evaluate(env_id: str, policy: str, *, episodes: int = 200, seed: int = 0, **
     returns, finals = [], []
     start, cpu_start = time.perf_counter(), time.process_time()
     for i in range(episodes):
-        total, metrics = run_episode(env, act, seed + i, rng)
+        total, metrics = run_episode(env, act, episode_seed(seed, i), rng)
         returns.append(total)
         finals.append(metrics)
     elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     env.close()
-    mean = float(np.mean(returns))
-    ci95 = 1.96 * float(np.std(returns, ddof=1)) / math.sqrt(episodes) if episodes > 1 else math.inf
+    mean, half = mean_ci(returns)
+    ci95 = half if episodes > 1 else math.inf
     keys = sorted(set().union(*finals))
     metrics = {k: float(np.mean([m.get(k, 0.0) for m in finals])) for k in keys}
     return Summary(env_id, policy, episodes, mean, ci95, metrics, episodes / max(elapsed, 1e-9),
