@@ -70,18 +70,31 @@ def multi_ids() -> list[str]:
     return [e.id for e in catalogue() if e.multi_agent]
 
 
-def make(id: str, *, protocol: Any = None, **kwargs: Any) -> gymnasium.Env:
-    """``gymnasium.make`` with a did-you-mean error and an optional action protocol wrapper.
+def make(id: str, *, protocol: Any = None, max_turns: int | None = None, **kwargs: Any) -> gymnasium.Env:
+    """The one constructor of envs for play: ``gymnasium.make`` with a did-you-mean error, behind an action
+    protocol when asked. The trainer's ``PlaySpec.make`` and the leaderboards' ``make_env`` call it.
 
-    ``protocol`` is a protocol name (``"plain"``, ``"react"``, ``"tags"``, ``"tool_calls"``) or instance.
+    ``protocol`` is a protocol name (``"plain"``, ``"react"``, ``"tags"``, ``"tool_calls"``) or instance:
+    the env is wrapped in :class:`~agentgym_envs.protocols.ActionProtocolWrapper`, which parses raw model
+    replies and reports the native action it passed on as ``info["native_action"]``. ``max_turns`` caps the
+    replies per episode, parsed or not (the wrapper truncates at the cap; default: the id's registered
+    ``max_episode_steps``); it needs a protocol, since the wrapper counts the turns. Every other keyword
+    goes to ``gymnasium.make`` (``split=``, ``max_episode_steps=`` …).
+
+    >>> env = make("agentgym/Maze-Easy-v0", protocol="tags", max_turns=3)
+    >>> env.max_turns, env.reset(seed=0)[1]["system_prompt"].count("<action>") > 0
+    (3, True)
     """
     if ":" not in id and id not in gymnasium.registry:
         raise UnknownEnvError(unknown_id_message(id))
+    if max_turns is not None and protocol is None:
+        raise ValueError(f"max_turns={max_turns} is counted by the protocol wrapper: expected protocol= as well "
+                         "(e.g. protocol='plain'), got protocol=None")
     env = gymnasium.make(id, **kwargs)
     if protocol is not None:
         from .protocols import ActionProtocolWrapper
 
-        env = ActionProtocolWrapper(env, protocol)
+        env = ActionProtocolWrapper(env, protocol, max_turns=max_turns)
     return env
 
 

@@ -52,11 +52,11 @@ def time_generate(policy, prompts, new_tokens: int, repeats: int) -> float:
 
 
 def time_rollout(policy, tasks: int, group: int, turns: int, new_tokens: int, repeats: int) -> tuple[float, float]:
-    from trainer.episodes import EnvSpec
+    from trainer.episodes import PlaySpec
     from trainer.policy import SamplingConfig
     from trainer.rollout import RolloutWorker
 
-    worker = RolloutWorker(EnvSpec("agentgym/Household-PickPlace-v0", max_turns=turns, system_prompt=""),
+    worker = RolloutWorker(PlaySpec("agentgym/Household-PickPlace-v0", max_turns=turns, system_prompt=""),
                            tasks_per_batch=tasks, group_size=group, max_context_tokens=2048)
     try:
         rates = []

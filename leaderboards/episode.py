@@ -16,8 +16,6 @@ import time
 from dataclasses import replace
 from typing import Any
 
-import gymnasium
-
 from agentgym_envs.chat import ChatHistory
 from agentgym_envs.protocols import ActionProtocolWrapper
 from agentgym_envs.seeding import derive_seed
@@ -42,11 +40,12 @@ def is_transient(exc: BaseException) -> bool:
 
 
 def make_env(entry: Entry) -> ActionProtocolWrapper:
-    """The entry's env, with the suite's step limit, behind its reply protocol."""
-    import agentgym_envs  # noqa: F401  (registers the ids, also in worker processes)
+    """The entry's env from :func:`agentgym_envs.make`, behind its reply protocol, with the suite's step
+    limit both on replies (``max_turns``) and on the env's own steps (``max_episode_steps``)."""
+    import agentgym_envs  # (registers the ids, also in worker processes)
 
-    env = gymnasium.make(entry.env_id, max_episode_steps=entry.max_steps, **entry.kwargs)
-    return ActionProtocolWrapper(env, entry.protocol, max_turns=entry.max_steps)
+    return agentgym_envs.make(entry.env_id, protocol=entry.protocol, max_turns=entry.max_steps,
+                              max_episode_steps=entry.max_steps, **entry.kwargs)
 
 
 def sampling_seed(entry: Entry, episode_index: int, turn: int) -> int:
@@ -78,7 +77,7 @@ def play_episode(entry: Entry, episode_index: int, env: ActionProtocolWrapper, p
         observation, reward, terminated, truncated, info = _env_call(env.step, completion.text)
         env_s = time.perf_counter() - began
         history.add(completion.text, observation)
-        steps.append(_step(turn, completion, env, observation, float(reward), terminated, truncated, info,
+        steps.append(_step(turn, completion, observation, float(reward), terminated, truncated, info,
                            _prompt_tokens(counter, completion, messages), sum(len(m["content"]) for m in messages),
                            latency, env_s))
         if terminated or truncated:
@@ -126,13 +125,13 @@ def _prompt_tokens(counter: TokenPolicy | None, completion: Completion, messages
     return None
 
 
-def _step(t: int, completion: Completion, env: ActionProtocolWrapper, observation: str, reward: float,
-          terminated: bool, truncated: bool, info: dict[str, Any], prompt_tokens: int | None, prompt_chars: int,
-          latency: float, env_s: float) -> StepRecord:
+def _step(t: int, completion: Completion, observation: str, reward: float, terminated: bool, truncated: bool,
+          info: dict[str, Any], prompt_tokens: int | None, prompt_chars: int, latency: float,
+          env_s: float) -> StepRecord:
+    """The record of one turn; ``action`` is the native action the wrapper passed on (``info["native_action"]``)."""
     reported = getattr(completion, "completion_tokens", None)
     completion_tokens = reported if reported is not None else (len(completion.token_ids) or None)
-    parsed = env.protocol.parse(completion.text, env.unwrapped)
-    return StepRecord(t=t, reply=completion.text, action=parsed.action, observation=observation, reward=reward,
+    return StepRecord(t=t, reply=completion.text, action=info.get("native_action"), observation=observation, reward=reward,
                       terminated=bool(terminated), truncated=bool(truncated),
                       action_valid=bool(info.get("action_valid", True)), parse_error=info.get("parse_error"),
                       finish_reason=completion.finish_reason, prompt_tokens=prompt_tokens,

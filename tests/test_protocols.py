@@ -73,6 +73,7 @@ def test_any_reply_through_the_wrapper_keeps_the_contract(env_id, name, replies)
         assert isinstance(reward, float) and isinstance(terminated, bool) and isinstance(truncated, bool)
         assert isinstance(info["action_valid"], bool) and "state_key" in info
         assert (info["parse_error"] is None) == info["action_valid"]
+        assert info["native_action"] == get_protocol(name).parse(reply, env.unwrapped).action
         if terminated or truncated:
             break
 
@@ -365,6 +366,30 @@ def test_tools_info():
 
     _, info = agentgym_envs.make("agentgym/Maze-Easy-v0", protocol="react").reset(seed=0)
     assert "tools" not in info
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_native_action_is_exactly_what_the_env_received(name):
+    """info["native_action"]: the parsed action the inner env was stepped with this turn, else None (a reply
+    that did not parse, one over the length limit even if it would parse, a reply after the episode ended)."""
+    env = agentgym_envs.make("agentgym/Maze-Easy-v0", protocol=name, max_turns=6)
+    received: list[str] = []
+    inner_step = env.env.step
+    env.env.step = lambda action: (received.append(action), inner_step(action))[1]
+    env.reset(seed=0)
+    over_long = env.protocol.render("look", env.unwrapped) + " " * (env.max_reply_chars + 1)
+    assert env.protocol.parse(over_long, env.unwrapped).action == "look"  # it would parse, but is never read
+    replies = [env.protocol.render("go north", env.unwrapped), "{not a reply", over_long,
+               env.protocol.render("look", env.unwrapped), "", env.protocol.render("look", env.unwrapped), "late"]
+    seen = []
+    for reply in replies:
+        before = len(received)
+        info = env.step(reply)[4]
+        seen.append(info["native_action"])
+        assert info["native_action"] == (received[-1] if len(received) > before else None)
+    garbage = "{not a reply" if name == "plain" else None  # plain passes any non-empty text to the env
+    assert seen == ["go north", garbage, None, "look", None, "look", None]
+    assert received == [a for a in seen if a is not None]
 
 
 def test_thought_is_reported_in_info():

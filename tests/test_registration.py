@@ -35,6 +35,28 @@ def test_unknown_id_suggests_close_matches():
         agentgym_envs.make("agentgym/Zzzzqqq-v0")
 
 
+def test_make_is_the_one_constructor_for_play():
+    """make(id, protocol=, max_turns=, **kwargs): the bare env, or the env behind the protocol wrapper with
+    a reply cap (default: the registered limit); make kwargs reach the env; a cap without a protocol is refused."""
+    from agentgym_envs.protocols import ActionProtocolWrapper
+    from trainer.episodes import PlaySpec
+
+    bare = agentgym_envs.make("agentgym/Maze-Easy-v0", size=5)
+    assert not isinstance(bare, ActionProtocolWrapper) and bare.unwrapped.size == 5
+    default = agentgym_envs.make("agentgym/Maze-Easy-v0", protocol="react")
+    assert isinstance(default, ActionProtocolWrapper) and default.max_turns == 30
+    capped = agentgym_envs.make("agentgym/Maze-Easy-v0", protocol="plain", max_turns=2, max_episode_steps=7)
+    assert capped.max_turns == 2 and capped.spec.max_episode_steps == 7
+    capped.reset(seed=0)
+    assert [capped.step("look")[3] for _ in range(2)] == [False, True]
+    with pytest.raises(ValueError, match="expected protocol= as well"):
+        agentgym_envs.make("agentgym/Maze-Easy-v0", max_turns=3)
+    with pytest.raises(UnknownEnvError, match="Did you mean agentgym/Maze-v0"):
+        PlaySpec("agentgym/Maze-v1").make()  # the trainer builds through make() too
+    played = PlaySpec("agentgym/Maze-Easy-v0", {"size": 5}, protocol="tags", max_turns=4).make()
+    assert (played.protocol.name, played.max_turns, played.unwrapped.size) == ("tags", 4, 5)
+
+
 def test_bad_ids_are_refused():
     with pytest.raises(ValueError, match="agentgym/<Family>"):
         agentgym_envs.register_env("maze-v0", "x:y", family="x", description="x")

@@ -19,7 +19,7 @@ from agentgym_envs.chat import episode_messages
 
 from .backends.hf import HFPolicy
 from .baselines import ScriptedExpertPolicy, _EnvPolicy
-from .episodes import EnvSpec, TextEpisode, run_text_episodes
+from .episodes import PlaySpec, TextEpisode, run_text_episodes
 from .logprobs import pack, token_logprobs
 from .policy import Completion, SamplingConfig
 from .trajectory import Trajectory, TrajectoryBuilder
@@ -108,7 +108,7 @@ class ExploringExpertPolicy(_EnvPolicy):
         return list(env.expert_detours())
 
 
-def expert_trajectories(policy: HFPolicy, spec: EnvSpec, tasks: Sequence[int], seed: int, *,
+def expert_trajectories(policy: HFPolicy, spec: PlaySpec, tasks: Sequence[int], seed: int, *,
                         explore: float = 0.0, max_detours: int = 2) -> list[Trajectory]:
     """Won expert episodes on ``tasks`` as trajectories (64 envs at a time); ``explore > 0`` uses the
     :class:`ExploringExpertPolicy`."""

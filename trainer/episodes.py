@@ -4,7 +4,7 @@ This is the text path: the policy sees chat messages and answers text, so it ser
 random baselines, HTTP models and evaluation of trained models alike. Training rollouts, which must keep
 exact token ids, go through :mod:`trainer.rollout` instead.
 
->>> spec = EnvSpec("agentgym/Household-PickPlace-v0", max_turns=8)
+>>> spec = PlaySpec("agentgym/Maze-Easy-v0", max_turns=30)
 >>> from trainer.baselines import ScriptedExpertPolicy
 >>> episodes = run_text_episodes(ScriptedExpertPolicy(), spec, task_indices=[0, 1], seed=0)
 >>> [e.won for e in episodes]
@@ -21,7 +21,6 @@ import gymnasium
 import numpy as np
 
 from agentgym_envs.chat import ChatHistory, Message
-from agentgym_envs.protocols import ActionProtocolWrapper
 from agentgym_envs.seeding import derive_seed
 from agentgym_envs.stats import normal_half_width
 
@@ -30,8 +29,9 @@ from .policy import Policy, SamplingConfig
 
 
 @dataclass(frozen=True)
-class EnvSpec:
-    """Which env to play and how: id, make kwargs (``split=`` …), reply protocol and a turn limit."""
+class PlaySpec:
+    """Which env to play and how: id, make kwargs (``split=`` …), reply protocol and a turn limit, plus how
+    the chat shows it (system prompt, task reminder). Not gymnasium's ``EnvSpec`` (a registry entry)."""
 
     env_id: str
     kwargs: dict[str, Any] = field(default_factory=dict)
@@ -49,10 +49,11 @@ class EnvSpec:
         return f"{observation}\n\nTask: {instruction}" if self.task_reminder and instruction else observation
 
     def make(self) -> gymnasium.Env:
-        """A fresh env, wrapped so that raw model replies are parsed and turns are capped."""
-        import agentgym_envs  # noqa: F401  (registers the ids, also in worker processes)
+        """A fresh env from :func:`agentgym_envs.make`, wrapped so that raw model replies are parsed
+        (``info["native_action"]``) and turns are capped at ``max_turns``."""
+        import agentgym_envs  # (registers the ids, also in worker processes)
 
-        return ActionProtocolWrapper(gymnasium.make(self.env_id, **self.kwargs), self.protocol, max_turns=self.max_turns)
+        return agentgym_envs.make(self.env_id, protocol=self.protocol, max_turns=self.max_turns, **self.kwargs)
 
     def start_info(self, info: dict[str, Any]) -> dict[str, Any]:
         """The reset info with this spec's system prompt applied."""
@@ -85,7 +86,7 @@ def turn_seed(seed: int | None, turn: int) -> int | None:
     return None if seed is None else derive_seed(seed, turn)
 
 
-def run_text_episodes(policy: Policy, spec: EnvSpec, task_indices: Sequence[int], *, seed: int = 0,
+def run_text_episodes(policy: Policy, spec: PlaySpec, task_indices: Sequence[int], *, seed: int = 0,
                       sampling: SamplingConfig | None = None) -> list[TextEpisode]:
     """Play one episode per task index with ``policy``, all in one batch, in this process.
 

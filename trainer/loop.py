@@ -23,7 +23,7 @@ from .backends.hf import HFPolicy
 from .bc import behaviour_clone, expert_trajectories
 from .checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from .config import TrainConfig, to_dict
-from .episodes import EnvSpec, run_text_episodes, success_rate
+from .episodes import PlaySpec, run_text_episodes, success_rate
 from .log import JsonlLogger, TensorBoardLogger, summary_line
 from .logprobs import pack, token_logprobs
 from .loss import LossSettings, policy_loss
@@ -86,9 +86,9 @@ class Trainer:
         kwargs = {"dense_reward": True} if env.dense_reward else {}
         if env.expert:
             kwargs["expert"] = env.expert
-        self.train_spec = EnvSpec(env.env_id, {"split": env.train_split, **kwargs}, env.protocol, env.max_turns,
+        self.train_spec = PlaySpec(env.env_id, {"split": env.train_split, **kwargs}, env.protocol, env.max_turns,
                                   env.system_prompt, env.task_reminder)
-        self.eval_spec = EnvSpec(env.env_id, {"split": env.eval_split}, env.protocol, env.max_turns, env.system_prompt,
+        self.eval_spec = PlaySpec(env.env_id, {"split": env.eval_split}, env.protocol, env.max_turns, env.system_prompt,
                                  env.task_reminder)
         self.sampler = TaskSampler(env.train_tasks or self.train_spec.num_tasks(), config.seed)
         self.ref_model: Any = None

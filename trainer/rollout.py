@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from agentgym_envs.chat import ChatHistory
 from agentgym_envs.vector import TextVectorEnv
 
-from .episodes import EnvSpec, turn_seed
+from .episodes import PlaySpec, turn_seed
 from .policy import SamplingConfig, TokenPolicy
 from .trajectory import Trajectory, TrajectoryBuilder
 
@@ -59,7 +59,7 @@ class RolloutWorker:
             ``k`` turns instead (and ends it only if even that does not fit).
     """
 
-    def __init__(self, spec: EnvSpec, *, tasks_per_batch: int, group_size: int, max_context_tokens: int,
+    def __init__(self, spec: PlaySpec, *, tasks_per_batch: int, group_size: int, max_context_tokens: int,
                  mode: str = "thread", invalid_penalty: float = 0.0, fold_keep_turns: int = 0):
         self.spec, self.group_size, self.max_context_tokens = spec, group_size, max_context_tokens
         self.invalid_penalty, self.fold_keep_turns = invalid_penalty, fold_keep_turns
@@ -106,7 +106,7 @@ class RolloutWorker:
 class _Episode:
     """One env's episode in a collection: its chat, its trajectory builder and its end state."""
 
-    def __init__(self, policy: TokenPolicy, observation: str, info: dict, task_index: int, group: int, spec: EnvSpec):
+    def __init__(self, policy: TokenPolicy, observation: str, info: dict, task_index: int, group: int, spec: PlaySpec):
         self.spec, self.instruction = spec, info.get("instruction")
         self.history = ChatHistory()
         self.history.start(observation, info)

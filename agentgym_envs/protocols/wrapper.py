@@ -6,17 +6,26 @@ that cannot be parsed does *not* reach the env: the agent is told what was wrong
 ``invalid_action_penalty``. Every call is a turn: when the turn count reaches ``max_turns`` (the spec's
 ``max_episode_steps`` by default) the episode is truncated, so a model that never formats cannot loop forever.
 
+Keys the wrapper adds to the inner env's info:
+
+* ``system_prompt`` (reset): the env's prompt followed by the protocol's format instructions; ``tools``
+  (reset) for tool-call protocols.
+* ``native_action`` (every step, ``str | None``): the native action the inner env received for this reply,
+  or ``None`` when the reply did not reach it (unparseable, over-long, or sent after the episode ended).
+  Recorders read it here instead of parsing the reply a second time.
+* ``thought`` (step, when the protocol found reasoning in the reply).
+
 >>> import gymnasium, agentgym_envs
 >>> env = ActionProtocolWrapper(gymnasium.make("agentgym/Maze-Easy-v0"), "react")
 >>> obs, info = env.reset(seed=0)
 >>> info["system_prompt"].endswith("holding exactly one action.")
 True
 >>> obs, reward, terminated, truncated, info = env.step("I think I will go east.")
->>> info["action_valid"], obs.startswith("No action found")
-(False, True)
+>>> info["action_valid"], obs.startswith("No action found"), info["native_action"]
+(False, True, None)
 >>> obs, reward, terminated, truncated, info = env.step("Thought: east is open.\\nAction: go east")
->>> info["action_valid"], info["thought"]
-(True, 'east is open.')
+>>> info["action_valid"], info["thought"], info["native_action"]
+(True, 'east is open.', 'go east')
 """
 
 from __future__ import annotations
@@ -84,6 +93,7 @@ class ActionProtocolWrapper(gymnasium.Wrapper[str, str, str, str]):
         if parsed.error is not None:
             return self._rejected(parsed)
         observation, reward, terminated, truncated, info = self.env.step(parsed.action)
+        info["native_action"] = parsed.action
         if parsed.thought is not None:
             info["thought"] = parsed.thought
         self.protocol.update_step_info(info, self._base)
@@ -102,6 +112,7 @@ class ActionProtocolWrapper(gymnasium.Wrapper[str, str, str, str]):
         for key in _NOT_CARRIED:
             info.pop(key, None)
         info["action_valid"], info["parse_error"], info["metrics"] = False, parsed.error, {}
+        info["native_action"] = None
         if parsed.thought is not None:
             info["thought"] = parsed.thought
         if terminated:

@@ -102,6 +102,36 @@ def test_a_run_stops_when_infrastructure_keeps_failing_and_keeps_its_results(tmp
     assert count(store, "episodes") == 3
 
 
+class _ScriptedReplies:
+    """Replies in a fixed order, whatever the chat."""
+
+    def __init__(self, replies):
+        self.replies = list(replies)
+
+    def act(self, batch, *, sampling):
+        from trainer.policy import Completion
+
+        return [Completion(self.replies.pop(0), finish_reason="stop")]
+
+
+def test_step_records_carry_the_action_the_env_received_not_a_second_parse():
+    """StepRecord.action is the wrapper's info["native_action"]: None for an unparseable reply and for one
+    over the length limit (which would parse if read, but never reaches the env), else the native action."""
+    from leaderboards.episode import make_env, play_episode
+    from leaderboards.suite import Entry
+    from trainer.policy import SamplingConfig
+
+    entry = Entry("agentgym/Maze-Easy-v0", "examples", tasks=1, max_steps=4, protocol="tags")
+    env = make_env(entry)
+    over_long = "<action>look</action>" + " " * env.max_reply_chars
+    assert env.protocol.parse(over_long).action == "look"
+    replies = ["<action>look</action>", "no tags", over_long, "<action>fly</action>"]
+    record = play_episode(entry, 0, env, _ScriptedReplies(replies), SamplingConfig())
+    assert [(s.action, s.action_valid) for s in record.steps] == [
+        ("look", True), (None, False), (None, False), ("fly", False)]  # "fly": parsed, reached the env, refused
+    assert record.truncated and env.turns == 4
+
+
 class _NoExpert(TextEnv):
     """An env with no scripted solver."""
 

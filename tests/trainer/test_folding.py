@@ -8,14 +8,14 @@ consumes folded episodes.
 import torch
 
 from trainer.config import load_config
-from trainer.episodes import EnvSpec
+from trainer.episodes import PlaySpec
 from trainer.logprobs import pack, token_logprobs
 from trainer.loop import Trainer
 from trainer.policy import SamplingConfig
 from trainer.rollout import RolloutWorker
 from trainer.value import turn_starts
 
-SPEC = EnvSpec("agentgym/Household-PickPlace-v0", max_turns=6, system_prompt="")
+SPEC = PlaySpec("agentgym/Household-PickPlace-v0", max_turns=6, system_prompt="")
 SAMPLING = SamplingConfig(max_new_tokens=10, seed=0)
 
 

@@ -7,7 +7,7 @@ temperature 1, and the loss mask covers exactly the ids the sampler produced.
 
 import torch
 
-from trainer.episodes import EnvSpec
+from trainer.episodes import PlaySpec
 from trainer.logprobs import pack, token_logprobs
 from trainer.policy import SamplingConfig
 from trainer.rollout import RolloutWorker
@@ -35,7 +35,7 @@ def test_greedy_is_argmax_and_stop_strings_end_replies(tiny_policy):
 
 
 def test_multi_turn_sampling_logprobs_match_trainer_recompute_and_mask_is_exact(tiny_policy):
-    worker = RolloutWorker(EnvSpec("agentgym/Household-PickPlace-v0", max_turns=3, system_prompt=""),
+    worker = RolloutWorker(PlaySpec("agentgym/Household-PickPlace-v0", max_turns=3, system_prompt=""),
                            tasks_per_batch=2, group_size=2, max_context_tokens=2048)
     try:
         trajectories, stats = worker.collect(tiny_policy, [0, 5], sampling=SamplingConfig(max_new_tokens=10, seed=0), seed=0)

@@ -36,9 +36,9 @@ def test_exploring_expert_detours_are_context_not_labels(tiny_policy):
     """bc.explore: the expert sometimes first visits a wrong receptacle; those replies stay in the context
     with loss_mask 0, every other reply is a label, and the data repeat exactly for a seed."""
     from trainer.bc import expert_trajectories
-    from trainer.episodes import EnvSpec
+    from trainer.episodes import PlaySpec
 
-    spec = EnvSpec("agentgym/Household-PickPlace-v0", {"split": "train"}, max_turns=8, system_prompt="")
+    spec = PlaySpec("agentgym/Household-PickPlace-v0", {"split": "train"}, max_turns=8, system_prompt="")
     plain = expert_trajectories(tiny_policy, spec, list(range(8)), seed=0)
     explored = expert_trajectories(tiny_policy, spec, list(range(8)), seed=0, explore=1.0, max_detours=1)
     again = expert_trajectories(tiny_policy, spec, list(range(8)), seed=0, explore=1.0, max_detours=1)
@@ -56,9 +56,9 @@ def test_exploring_expert_needs_the_env_hook_not_env_text():
     scripted expert's episodes and no detour turns, even at explore=1."""
     from trainer.baselines import ScriptedExpertPolicy
     from trainer.bc import ExploringExpertPolicy
-    from trainer.episodes import EnvSpec, run_text_episodes
+    from trainer.episodes import PlaySpec, run_text_episodes
 
-    spec = EnvSpec("agentgym/Maze-Easy-v0", max_turns=30)
+    spec = PlaySpec("agentgym/Maze-Easy-v0", max_turns=30)
     explorer = ExploringExpertPolicy(explore=1.0, max_detours=5)
     explored = run_text_episodes(explorer, spec, [0, 1, 2], seed=0)
     plain = run_text_episodes(ScriptedExpertPolicy(), spec, [0, 1, 2], seed=0)
@@ -68,11 +68,11 @@ def test_exploring_expert_needs_the_env_hook_not_env_text():
 
 def test_invalid_penalty_shapes_training_rewards_only(tiny_policy):
     """rollout.invalid_penalty: the same sampled episodes, minus the penalty on each turn the env called invalid."""
-    from trainer.episodes import EnvSpec
+    from trainer.episodes import PlaySpec
     from trainer.policy import SamplingConfig
     from trainer.rollout import RolloutWorker
 
-    spec = EnvSpec("agentgym/Household-PickPlace-v0", {"split": "train", "dense_reward": True}, max_turns=3, system_prompt="")
+    spec = PlaySpec("agentgym/Household-PickPlace-v0", {"split": "train", "dense_reward": True}, max_turns=3, system_prompt="")
     sampling = SamplingConfig(temperature=1.0, max_new_tokens=8, seed=3)
     runs = []
     for penalty in (0.0, 0.5):

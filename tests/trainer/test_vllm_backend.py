@@ -17,7 +17,7 @@ import math
 import pytest
 import torch
 
-from trainer.episodes import EnvSpec
+from trainer.episodes import PlaySpec
 from trainer.logprobs import pack, token_logprobs
 from trainer.policy import SamplingConfig
 from trainer.rollout import RolloutWorker
@@ -62,7 +62,7 @@ def recomputed_gap(model, prompts, completions, temperature=1.0):
 # ----------------------------------------------------------------------------- (a) log-probs and masks
 def test_multi_turn_sampling_logprobs_match_trainer_recompute_and_mask_is_exact(engine):
     policy, model = engine
-    worker = RolloutWorker(EnvSpec("agentgym/Household-PickPlace-v0", max_turns=3, system_prompt=""),
+    worker = RolloutWorker(PlaySpec("agentgym/Household-PickPlace-v0", max_turns=3, system_prompt=""),
                            tasks_per_batch=2, group_size=2, max_context_tokens=2048)
     try:
         trajectories, stats = worker.collect(policy, [0, 5], sampling=SamplingConfig(max_new_tokens=10, seed=0), seed=0)

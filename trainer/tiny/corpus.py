@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..baselines import RandomPolicy, ScriptedExpertPolicy
-from ..episodes import EnvSpec, run_text_episodes
+from ..episodes import PlaySpec, run_text_episodes
 from ..policy import SamplingConfig
 from .chat_template import render_chat
 
@@ -20,7 +20,7 @@ CORPUS_ENV = "agentgym/Household-v0"
 
 def household_corpus(num_episodes: int, seed: int, max_turns: int = 12) -> Iterator[str]:
     """Chat renderings of ``num_episodes`` expert and as many random episodes on the train split."""
-    spec = EnvSpec(CORPUS_ENV, {"split": "train"}, max_turns=max_turns)
+    spec = PlaySpec(CORPUS_ENV, {"split": "train"}, max_turns=max_turns)
     stride = max(1, spec.num_tasks() // max(num_episodes, 1))
     tasks = [(seed + i * stride) % spec.num_tasks() for i in range(num_episodes)]
     for policy in (ScriptedExpertPolicy(), RandomPolicy(seed=seed)):
