@@ -23,16 +23,11 @@ import gymnasium
 import numpy as np
 
 from .core.errors import SnapshotError
+from .core.info import OPTIONAL_KEY_TYPES, RESET_KEY_TYPES, STEP_KEY_TYPES, TypeSpec, info_problems
 from .fuzz import hostile_actions
 
 EnvFactory = Callable[[], gymnasium.Env]
 
-STEP_KEY_TYPES: dict[str, tuple[type, ...]] = {
-    "action_valid": (bool,), "parse_error": (str, type(None)), "won": (bool,), "score": (float, int),
-    "state_key": (str,), "infra_error": (str, type(None)), "metrics": (dict,),
-}
-OPTIONAL_KEY_TYPES: dict[str, tuple[type, ...]] = {"valid_actions": (list, type(None)), "tools": (list, type(None))}
-RESET_KEY_TYPES: dict[str, tuple[type, ...]] = {"instruction": (str,), "system_prompt": (str,)}
 
 
 @dataclass
@@ -326,16 +321,9 @@ def same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
-def _assert_info(info: dict, expected: dict[str, tuple[type, ...]], where: str) -> None:
-    assert isinstance(info, dict), f"{where}: info should be a dict, got {type(info).__name__}"
-    for key, types in expected.items():
-        assert key in info, f"{where}: info lacks the standard key {key!r}"
-        assert isinstance(info[key], types), f"{where}: info[{key!r}] should be {types}, got {type(info[key]).__name__}"
-    for key, types in OPTIONAL_KEY_TYPES.items():
-        if key in info:
-            assert isinstance(info[key], types), f"{where}: info[{key!r}] should be {types}, got {type(info[key]).__name__}"
-    if info.get("valid_actions"):
-        assert all(isinstance(a, str) for a in info["valid_actions"]), f"{where}: valid_actions must be strings"
+def _assert_info(info: dict, expected: dict[str, TypeSpec], where: str) -> None:
+    problems = info_problems(info, expected, OPTIONAL_KEY_TYPES)
+    assert not problems, f"{where}: " + "; ".join(problems)
 
 
 def _reward_bounds(env: gymnasium.Env) -> tuple[float, float]:

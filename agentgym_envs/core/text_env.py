@@ -6,7 +6,7 @@ actions are strings.
     obs, info = env.reset(seed=None, options=None)
     obs, reward, terminated, truncated, info = env.step(action)
 
-Contract (``shared/DESIGN.md`` §1), enforced here so that subclasses cannot break it:
+Contract (``docs/architecture.md``, The text-env contract), enforced here so that subclasses cannot break it:
 
 * **Bad input never raises.** A non-string, empty, over-long or unparseable action yields an observation
   that says what was wrong, ``info["action_valid"] = False``, ``info["parse_error"]`` set, reward
@@ -18,7 +18,9 @@ Contract (``shared/DESIGN.md`` §1), enforced here so that subclasses cannot bre
   RNG, no wall clock.
 * **Standard info keys** on every step: ``action_valid``, ``parse_error``, ``won``, ``score``,
   ``state_key``, ``infra_error``, ``metrics``, plus ``valid_actions``/``tools`` where the env provides
-  them; on reset also ``instruction`` and ``system_prompt``.
+  them; on reset also ``instruction`` and ``system_prompt``. Their types are tabled once, in
+  :mod:`agentgym_envs.core.info` (:class:`~agentgym_envs.core.info.StepInfo`); actions are turned into
+  text by :func:`~agentgym_envs.core.actions.coerce_action`.
 * **Snapshots.** ``get_state() -> bytes`` / ``set_state(bytes)`` round-trip the whole env (RNG included).
   They live on the unwrapped env: wrappers' counters (``TimeLimit``'s elapsed steps) are not included, so
   a branch restored mid-episode keeps the restoring wrapper's step count.
@@ -46,18 +48,18 @@ Reserved attribute names (set by gymnasium or this base; don't store your own da
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import gymnasium
 
+from .actions import coerce_action
 from .errors import InfraError, InvalidAction, ResetNeeded, SnapshotError
+from .info import StepInfo
 from .snapshots import open_snapshot, seal_snapshot
 from .spaces import UnicodeText
 
 SNAPSHOT_VERSION = 1
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 TRUNCATION_MARKER = "\n…[truncated {n} characters]"
 
 
@@ -234,23 +236,12 @@ class TextEnv(gymnasium.Env[str, str]):
         return f"{type(self).__module__}.{type(self).__qualname__}"
 
     def _coerce_action(self, action: Any) -> tuple[str, str | None]:
-        if isinstance(action, bytes):
-            action = action.decode("utf-8", errors="replace")
-        if not isinstance(action, str):
-            return "", f"Invalid action: expected a string, got {type(action).__name__}."
-        if len(action) > self.max_action_chars:
-            return "", (
-                f"Invalid action: it is {len(action):,} characters long; the limit is "
-                f"{self.max_action_chars:,}. Reply with one short action."
-            )
-        text = action.strip()
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:  # lone surrogates: make the text safe to forward as UTF-8 (pipes, sockets)
-            text = _LONE_SURROGATE.sub("\ufffd", text)
-        if not text:
-            return "", "Invalid action: the action is empty. " + self._expected_hint()
-        return text, None
+        """``(text, None)`` for a usable action, else ``("", observation explaining why)``."""
+        coerced = coerce_action(action, self.max_action_chars)
+        if coerced.problem is None:
+            return coerced.text, None
+        advice = {"too_long": " Reply with one short action.", "empty": " " + self._expected_hint()}.get(coerced.kind, "")
+        return "", f"Invalid action: {coerced.problem}.{advice}"
 
     def _expected_hint(self) -> str:
         actions = self.valid_actions()
@@ -292,8 +283,8 @@ class TextEnv(gymnasium.Env[str, str]):
         marker = TRUNCATION_MARKER.format(n=len(observation) - limit)
         return observation[: limit - len(marker)] + marker
 
-    def _standard_info(self, extra: dict[str, Any], *, action_valid: bool, parse_error: str | None) -> dict:
-        info: dict[str, Any] = {
+    def _standard_info(self, extra: dict[str, Any], *, action_valid: bool, parse_error: str | None) -> StepInfo:
+        info: StepInfo = {
             "action_valid": action_valid,
             "parse_error": parse_error,
             "won": self._won,

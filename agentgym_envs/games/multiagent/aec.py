@@ -10,7 +10,8 @@ A game supplies pure rules (:class:`~agentgym_envs.games.multiagent.game.GameSta
 * **Infos** (every agent, every step): ``valid_actions`` (the acting agent's legal moves; ``[]`` for the
   others), ``action_valid`` and ``parse_error`` (about the agent's own last move), ``won``, ``score`` (the
   agent's payoff once over, else 0), ``state_key`` (hash of the agent's information set), ``view`` (that
-  information set as data: scripted policies read it) and ``turn``. No action masks: moves are strings.
+  information set as data: scripted policies read it) and ``turn``; typed in :mod:`agentgym_envs.core.info`
+  (``AGENT_KEY_TYPES``). No action masks: moves are strings.
 * **Illegal-move rule** (as in TextArena and SPIRAL): anything that is not a legal move (unparseable,
   empty, huge, not a string) ends the game at once: the offender gets -1, every other player +1/(n-1),
   and ``infos[offender]["action_valid"]`` is False with the reason. It never raises.
@@ -30,7 +31,9 @@ from typing import Any, Callable, ClassVar
 import numpy as np
 from pettingzoo import AECEnv
 
+from ...core.actions import coerce_action
 from ...core.errors import ResetNeeded
+from ...core.info import StepInfo
 from ...core.spaces import UnicodeText
 from .game import GameState, clip, join_moves, normalise
 
@@ -175,17 +178,12 @@ class TurnBasedTextEnv(AECEnv):
 def parse_action(action: Any, legal: list[str], canonical: Callable[[str], str]) -> tuple[str, str | None]:
     """``(move, None)`` when ``action`` names a move in ``legal`` (after ``canonical``), else ``("", reason)``.
 
-    Never raises: non-strings, empty, over-long and unknown text all come back as a reason.
+    Never raises: non-strings, empty, over-long and unknown text all come back as a reason
+    (:func:`~agentgym_envs.core.actions.coerce_action` does the text part for every env).
     """
-    if isinstance(action, bytes):
-        action = action.decode("utf-8", errors="replace")
-    if not isinstance(action, str):
-        return "", f"expected a move as a string, got {type(action).__name__}"
-    if len(action) > MAX_ACTION_CHARS:
-        return "", f"the move is {len(action):,} characters long; the limit is {MAX_ACTION_CHARS:,}"
-    text = action.strip()
-    if not text:
-        return "", f"the move is empty; legal moves: {join_moves(legal)}"
+    text, problem, kind = coerce_action(action, MAX_ACTION_CHARS, noun="move")
+    if problem is not None:
+        return "", f"{problem}; legal moves: {join_moves(legal)}" if kind == "empty" else problem
     move = canonical(text)
     if move not in legal:
         return "", f"{clip(text)} is not a legal move; legal moves: {join_moves(legal)}"
@@ -193,8 +191,9 @@ def parse_action(action: Any, legal: list[str], canonical: Callable[[str], str])
 
 
 def agent_info(name: str, game: GameState, player: int, returns: tuple[float, ...] | None,
-               own_problem: str | None, turn: int) -> dict[str, Any]:
-    """The standard per-agent info (see the module docstring); shared by the AEC and Parallel adapters."""
+               own_problem: str | None, turn: int) -> StepInfo:
+    """The standard per-agent info (``AGENT_KEY_TYPES`` of :mod:`agentgym_envs.core.info`, less the rules,
+    which the adapters add); shared by the AEC and Parallel adapters."""
     view = game.view(player)
     payoff = float(returns[player]) if returns is not None else 0.0
     acting = returns is None and game.current_player() == player
