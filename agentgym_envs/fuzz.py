@@ -11,7 +11,7 @@ Shared by ``check_env`` and the families' own tests so that every env faces the 
   (huge or non-finite numbers, deep nesting, NUL, lone surrogates, wrong types, missing or extra fields).
 * :func:`in_protocol`: a payload written the way a protocol expects, so that it reaches the env.
 
-The rule they test (``shared/DESIGN.md`` §1): anything reachable from the agent's actions ends as an
+The rule they test (``docs/architecture.md``, Rules that hold everywhere): anything reachable from the agent's actions ends as an
 observation (``action_valid=False``) or an agent-attributed termination, never as an exception and never
 as ``info["infra_error"]``.
 """

@@ -1,4 +1,4 @@
-"""Benchmark suites, a resumable runner for any policy, an SQLite results store and reports (``shared/DESIGN.md`` §4).
+"""Benchmark suites, a resumable runner for any policy, an SQLite results store and reports (``docs/architecture.md``).
 
 The tree is the architecture:
 

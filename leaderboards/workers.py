@@ -1,7 +1,7 @@
 """The runner's workers: threads or processes that play episodes and hand them back to the runner.
 
 Workers never touch the store: each returns an :class:`Outcome` (a finished episode or an infrastructure
-failure) to the runner's main thread, the only writer (``shared/DESIGN.md`` §4). Threads suit model and
+failure) to the runner's main thread, the only writer (``docs/architecture.md``, Leaderboards). Threads suit model and
 HTTP policies (one shared model, I/O-bound calls); spawned processes suit env-side baselines on CPU-bound
 envs. Worker processes are tied to the runner's life (:mod:`leaderboards.lifeline`), and the pool kills
 those still running when the runner stops early, so no worker outlives its run.

@@ -1,1 +1,1 @@
-"""Meta-environments: self-play environment design and skill learning (shared/DESIGN.md §1)."""
+"""Meta-environments: self-play environment design and skill learning (``docs/architecture.md``, Meta-environments)."""

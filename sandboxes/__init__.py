@@ -1,7 +1,7 @@
-"""Isolated execution of untrusted commands and code (shared/DESIGN.md §2).
+"""Isolated execution of untrusted commands and code (``docs/architecture.md``, Sandboxes).
 
 >>> import sandboxes
->>> with sandboxes.make("bwrap", memory_mb=512) as box:               # doctest: +SKIP
+>>> with sandboxes.make("bwrap", memory_mb=512) as box:
 ...     box.write_file("hello.py", b"print('hi')")
 ...     box.run("python3 hello.py", timeout=10).stdout
 b'hi\\n'

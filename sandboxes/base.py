@@ -1,4 +1,4 @@
-"""The sandbox contract (shared/DESIGN.md §2): results, limits, errors and the ``Sandbox`` protocol.
+"""The sandbox contract (``docs/architecture.md``, Sandboxes): results, limits, errors and the ``Sandbox`` protocol.
 
 Every backend runs the same in-sandbox supervisor (:mod:`sandboxes.inside.supervisor`) and differs only in how it
 starts it, so results, limits and errors mean the same thing on bubblewrap, Docker and the unsafe backend.

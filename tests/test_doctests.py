@@ -64,3 +64,12 @@ def test_docstring_examples_run(name: str):
     result = runner.summarize(verbose=False)
     assert result.failed == 0, f"{name}: {result.failed} of {result.attempted} examples failed:\n" + "".join(failures)
     assert result.attempted > 0, f"{name} has '>>>' but no example ran (all +SKIP?): move it into a test"
+
+
+def test_no_example_is_skipped():
+    """``+SKIP`` hides an example from this test; an example that cannot run here belongs in a test."""
+    skipped = [f"{path.relative_to(ROOT)}:{number}"
+               for package in PACKAGES for path in sorted((ROOT / package).rglob("*.py"))
+               for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+               if "doctest: +SKIP" in line]
+    assert not skipped, f"expected no skipped examples, got {skipped}"

@@ -1,6 +1,6 @@
 """The hostile corpus (``agentgym_envs/fuzz.py``) against every registered id × every action protocol.
 
-The rule under test (``shared/DESIGN.md`` §1): anything reachable from the agent's actions ends as an
+The rule under test (``docs/architecture.md``, Rules that hold everywhere): anything reachable from the agent's actions ends as an
 observation or an agent-attributed termination — never an exception, never ``info["infra_error"]``.
 
 Each (id, protocol) pair gets, on fresh episodes (reset with seed 0 whenever one ends):

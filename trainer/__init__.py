@@ -1,4 +1,4 @@
-"""Compact GRPO/PPO trainer for multi-turn agents (``shared/DESIGN.md`` §3).
+"""Compact GRPO/PPO trainer for multi-turn agents (``docs/architecture.md``, The trainer).
 
 The tree is the architecture:
 

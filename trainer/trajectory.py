@@ -1,4 +1,4 @@
-"""Trajectories: an episode as the exact token ids the policy read and wrote (``shared/DESIGN.md`` §3).
+"""Trajectories: an episode as the exact token ids the policy read and wrote (``docs/architecture.md``, The trainer).
 
 A trajectory is one token sequence per episode: the first prompt (chat template applied to the system
 prompt and first observation), then for each turn the ids the policy sampled, exactly as sampled, then

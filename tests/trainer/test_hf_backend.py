@@ -1,6 +1,6 @@
 """The HF backend: seeded determinism, stop handling, and sampling log-probs equal to the trainer's.
 
-The central check of DESIGN.md §3: multi-turn episodes collected through the vector env, then scored by
+The central check of the trainer (docs/architecture.md): multi-turn episodes collected through the vector env, then scored by
 the trainer's recomputation (decoder + chunked log-prob kernel), agree with the sampler's log-probs at
 temperature 1, and the loss mask covers exactly the ids the sampler produced.
 """
