@@ -1,44 +1,36 @@
-"""Env-side baseline agents (uniform random over valid actions, the scripted expert) and a small evaluator.
+"""``agentgym baselines``: the env-side policies (random, scripted expert) on an env, summarised as a table.
 
-These act from the env itself rather than from text, so they need no model: they give every env a floor
-(random) and a ceiling (expert) without a model. Model policies
-live in ``trainer`` and are evaluated by ``leaderboards``.
+:func:`evaluate` plays :class:`~agentgym_envs.policies.RandomPolicy` or
+:class:`~agentgym_envs.policies.ExpertPolicy` (the same policies the leaderboards and the trainer use) on the
+native env, with no model: every env's floor and ceiling. Model policies are evaluated by ``leaderboards``.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Callable
 
-import gymnasium
 import numpy as np
 
+from .policies import EnvSidePolicy, ExpertPolicy, RandomPolicy, SamplingConfig
 from .registration import make
 from .seeding import derive_rng, episode_seed
 from .stats import normal_half_width
 
-Agent = Callable[[gymnasium.Env, np.random.Generator], str]
-_RANDOM_CHARS = list("abcdefghijklmnopqrstuvwxyz0123456789 ")
+#: Second key of the random policy's stream: it must differ from the env's (seeded with the same integer)
+#: or the policy mirrors the env's draws.
+_RANDOM_STREAM = 0x5EED
+#: Unused by env-side policies given their own stream; the contract asks for one.
+_SAMPLING = SamplingConfig()
 
 
-def random_agent(env: gymnasium.Env, rng: np.random.Generator) -> str:
-    """Uniform over the env's valid actions; else the env's ``random_action(rng)``; else a space sample."""
-    base = env.unwrapped
-    actions = base.valid_actions() if hasattr(base, "valid_actions") else None
-    if actions:
-        return actions[int(rng.integers(len(actions)))]
-    if hasattr(base, "random_action"):
-        return base.random_action(rng)
-    # A short random string: a full space sample can be megabytes of noise, slow and uninformative.
-    return "".join(rng.choice(_RANDOM_CHARS, size=int(rng.integers(1, 17))))
-
-
-def expert_agent(env: gymnasium.Env, rng: np.random.Generator) -> str:
-    return env.unwrapped.expert_action()
-
-
-AGENTS: dict[str, Agent] = {"random": random_agent, "expert": expert_agent}
+def baseline_policy(agent: str, seed: int) -> EnvSidePolicy:
+    """``"random"`` (one stream for the whole evaluation, from ``seed``) or ``"expert"``."""
+    if agent == "random":
+        return RandomPolicy(rng=derive_rng(seed, _RANDOM_STREAM))
+    if agent == "expert":
+        return ExpertPolicy()
+    raise ValueError(f"agent must be 'random' or 'expert', got {agent!r}")
 
 
 @dataclass
@@ -55,17 +47,16 @@ class EvalResult:
 
 def evaluate(env_id: str, agent: str, *, episodes: int = 20, seed: int = 0, **env_kwargs) -> EvalResult:
     """Run ``episodes`` episodes (seeds ``seed``, ``seed+1``, …) and summarise success, return and speed."""
-    act = AGENTS[agent]
+    policy = baseline_policy(agent, seed)
     env = make(env_id, **env_kwargs)
-    # The agent's stream must differ from the env's (seeded with the same integer) or it mirrors the env's draws.
-    rng = derive_rng(seed, 0x5EED)
+    policy.bind([env])
     wins, returns, steps = [], [], 0
     start = time.perf_counter()
     for episode in range(episodes):
         env.reset(seed=episode_seed(seed, episode))
         total, won, done = 0.0, False, False
         while not done:
-            _, reward, terminated, truncated, info = env.step(act(env, rng))
+            _, reward, terminated, truncated, info = env.step(policy.act([[]], sampling=_SAMPLING)[0].text)
             total, won, done, steps = total + reward, info["won"], terminated or truncated, steps + 1
         wins.append(won)
         returns.append(total)

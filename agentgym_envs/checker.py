@@ -123,12 +123,12 @@ class _Context:
 
 
 def choose_action(env: gymnasium.Env, rng: np.random.Generator) -> str:
-    """The expert's action when there is one, else the random baseline's."""
+    """The expert's action when there is one, else the random rule's (:func:`~agentgym_envs.policies.random_action`)."""
     if hasattr(env.unwrapped, "expert_action"):
         return env.unwrapped.expert_action()
-    from .baselines import random_agent
+    from .policies import random_action
 
-    return random_agent(env, rng)
+    return random_action(env, rng)
 
 
 # ----------------------------------------------------------------------------- the checks

@@ -24,7 +24,7 @@ import gymnasium
 import numpy as np
 
 import agentgym_envs
-from agentgym_envs.games.multiagent.opponents import Opponent, resolve_opponent
+from agentgym_envs.policies import Opponent, resolve_opponent
 
 
 @dataclass

@@ -22,7 +22,7 @@ import numpy as np
 import yaml
 
 import agentgym_envs  # noqa: F401  (registers the ids)
-from leaderboards.policies.env_side import random_action
+from agentgym_envs.policies import random_action
 from leaderboards.runner import BenchOptions, run_bench
 
 

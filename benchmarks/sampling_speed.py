@@ -41,7 +41,7 @@ def household_prompts(policy, n: int) -> list[list[int]]:
 
 
 def time_generate(policy, prompts, new_tokens: int, repeats: int) -> float:
-    from trainer.policy import SamplingConfig
+    from agentgym_envs.policies import SamplingConfig
 
     rates = []
     for r in range(repeats + 1):
@@ -53,7 +53,7 @@ def time_generate(policy, prompts, new_tokens: int, repeats: int) -> float:
 
 def time_rollout(policy, tasks: int, group: int, turns: int, new_tokens: int, repeats: int) -> tuple[float, float]:
     from trainer.episodes import PlaySpec
-    from trainer.policy import SamplingConfig
+    from agentgym_envs.policies import SamplingConfig
     from trainer.rollout import RolloutWorker
 
     worker = RolloutWorker(PlaySpec("agentgym/Household-PickPlace-v0", max_turns=turns, system_prompt=""),

@@ -37,7 +37,7 @@ def ours(model, tokenizer, prompts, group: int, new_tokens: int) -> float:
     from trainer.backends.hf import HFPolicy
     from trainer.logprobs import pack, token_logprobs
     from trainer.loss import LossSettings, policy_loss
-    from trainer.policy import SamplingConfig
+    from agentgym_envs.policies import SamplingConfig
     from trainer.trajectory import TrajectoryBuilder
 
     policy = HFPolicy(model, tokenizer)

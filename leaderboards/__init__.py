@@ -5,7 +5,7 @@ The tree is the architecture:
 * ``suite.py`` and ``suites/*.yaml`` — what is measured: versioned suites of env ids, splits, task counts,
   seeds and step limits (``smoke``, ``core``, one per env family).
 * ``policies/`` — what is measured *with*: ``--policy`` SPECs (``random``, ``expert``, ``hf:``, ``vllm:``,
-  ``openai:``, ``checkpoint:``) parsed and built into :class:`~trainer.policy.Policy` objects.
+  ``openai:``, ``checkpoint:``) parsed and built into :class:`~agentgym_envs.policies.Policy` objects.
 * ``episode.py`` — one episode: env → protocol wrapper → chat → policy, every step recorded; infrastructure
   failures told apart from the agent's.
 * ``runner.py`` — a suite in parallel and resumably; ``workers.py`` — the threads or processes that play

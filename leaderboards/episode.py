@@ -17,9 +17,9 @@ from dataclasses import replace
 from typing import Any
 
 from agentgym_envs.chat import ChatHistory
+from agentgym_envs.policies import Completion, SamplingConfig, TokenPolicy
 from agentgym_envs.protocols import ActionProtocolWrapper
 from agentgym_envs.seeding import derive_seed
-from trainer.policy import Completion, SamplingConfig, TokenPolicy
 
 from .errors import SuiteError
 from .records import EpisodeRecord, StepRecord

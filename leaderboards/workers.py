@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from multiprocessing import get_context
 from typing import Any
 
-from trainer.policy import SamplingConfig
+from agentgym_envs.policies import SamplingConfig
 
 from .episode import InfraFailed, make_env, play_episode
 from .errors import SuiteError

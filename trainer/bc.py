@@ -16,12 +16,11 @@ import numpy as np
 import torch
 
 from agentgym_envs.chat import episode_messages
+from agentgym_envs.policies import Completion, EnvSidePolicy, ExpertPolicy, SamplingConfig
 
 from .backends.hf import HFPolicy
-from .baselines import ScriptedExpertPolicy, _EnvPolicy
 from .episodes import PlaySpec, TextEpisode, run_text_episodes
 from .logprobs import pack, token_logprobs
-from .policy import Completion, SamplingConfig
 from .trajectory import Trajectory, TrajectoryBuilder
 
 
@@ -56,7 +55,7 @@ def expert_trajectory(policy: HFPolicy, episode: TextEpisode, unlabeled_turns: f
     return trajectory
 
 
-class ExploringExpertPolicy(_EnvPolicy):
+class ExploringExpertPolicy(EnvSidePolicy):
     """The scripted expert, except that each of its moves for which the env offers detours is replaced,
     with probability ``explore`` (at most ``max_detours`` times per episode), by one of the env's
     ``expert_detours()`` drawn uniformly; the expert then carries on from there.
@@ -115,7 +114,7 @@ def expert_trajectories(policy: HFPolicy, spec: PlaySpec, tasks: Sequence[int], 
     out = []
     for start in range(0, len(tasks), 64):
         expert = (ExploringExpertPolicy(spec.protocol, explore=explore, max_detours=max_detours) if explore > 0
-                  else ScriptedExpertPolicy(spec.protocol))
+                  else ExpertPolicy(spec.protocol))
         episodes = run_text_episodes(expert, spec, tasks[start:start + 64],
                                      seed=seed + start, sampling=SamplingConfig(seed=seed + start))
         unlabeled = expert.detour_turns() if isinstance(expert, ExploringExpertPolicy) else [frozenset()] * len(episodes)

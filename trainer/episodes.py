@@ -1,12 +1,12 @@
-"""Text episodes: any :class:`~trainer.policy.Policy` plays envs chat-to-chat (evaluation, BC data, corpora).
+"""Text episodes: any :class:`~agentgym_envs.policies.Policy` plays envs chat-to-chat (evaluation, BC data, corpora).
 
 This is the text path: the policy sees chat messages and answers text, so it serves the scripted expert,
 random baselines, HTTP models and evaluation of trained models alike. Training rollouts, which must keep
 exact token ids, go through :mod:`trainer.rollout` instead.
 
 >>> spec = PlaySpec("agentgym/Maze-Easy-v0", max_turns=30)
->>> from trainer.baselines import ScriptedExpertPolicy
->>> episodes = run_text_episodes(ScriptedExpertPolicy(), spec, task_indices=[0, 1], seed=0)
+>>> from agentgym_envs.policies import ExpertPolicy
+>>> episodes = run_text_episodes(ExpertPolicy(), spec, task_indices=[0, 1], seed=0)
 >>> [e.won for e in episodes]
 [True, True]
 """
@@ -21,11 +21,9 @@ import gymnasium
 import numpy as np
 
 from agentgym_envs.chat import ChatHistory, Message
+from agentgym_envs.policies import EnvBoundPolicy, Policy, SamplingConfig
 from agentgym_envs.seeding import derive_seed
 from agentgym_envs.stats import normal_half_width
-
-from .baselines import EnvBoundPolicy
-from .policy import Policy, SamplingConfig
 
 
 @dataclass(frozen=True)

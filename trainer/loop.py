@@ -18,6 +18,8 @@ from typing import Any
 
 import torch
 
+from agentgym_envs.policies import SamplingConfig
+
 from .algorithms import CRITIC_ESTIMATORS, AdvantageSettings, estimate, group_by, token_advantages
 from .backends.hf import HFPolicy
 from .bc import behaviour_clone, expert_trajectories
@@ -27,7 +29,6 @@ from .episodes import PlaySpec, run_text_episodes, success_rate
 from .log import JsonlLogger, TensorBoardLogger, summary_line
 from .logprobs import pack, token_logprobs
 from .loss import LossSettings, policy_loss
-from .policy import SamplingConfig
 from .rollout import RolloutWorker
 from .seeding import TaskSampler, capture_rng, derive_seed, restore_rng
 from .trajectory import Trajectory

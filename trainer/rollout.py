@@ -20,10 +20,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from agentgym_envs.chat import ChatHistory
+from agentgym_envs.policies import SamplingConfig, TokenPolicy
 from agentgym_envs.vector import TextVectorEnv
 
 from .episodes import PlaySpec, turn_seed
-from .policy import SamplingConfig, TokenPolicy
 from .trajectory import Trajectory, TrajectoryBuilder
 
 

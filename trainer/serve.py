@@ -1,4 +1,4 @@
-"""A small OpenAI-compatible HTTP server that exposes any :class:`~trainer.policy.Policy`.
+"""A small OpenAI-compatible HTTP server that exposes any :class:`~agentgym_envs.policies.Policy`.
 
 ``POST /v1/chat/completions`` and ``GET /v1/models`` (plus ``GET /health``), on 127.0.0.1 by default, built
 on :mod:`agentgym_envs.core.httpd` (its guarantees: API key checked before any body is read, bodies of at most
@@ -30,7 +30,7 @@ from typing import Any
 from agentgym_envs.core.httpd import (BindRefused, HardenedHandler, HardenedHTTPServer, HTTPRequestError,
                                       ServerLimits, add_bind_arguments, bind_settings)
 
-from .policy import Completion, Message, Policy, SamplingConfig, TokenPolicy
+from agentgym_envs.policies import Completion, Message, Policy, SamplingConfig, TokenPolicy
 
 MAX_BODY_BYTES = 8 << 20
 DEFAULT_MAX_TOKENS = 256

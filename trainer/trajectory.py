@@ -22,8 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from agentgym_envs.policies import Completion, Message, TokenPolicy
+
 from .errors import PrefixExtensionError
-from .policy import Completion, Message, TokenPolicy
 
 #: How an episode ended: the env ended it, the turn limit or env truncated it, the context budget ran
 #: out, or the env's infrastructure failed (never blamed on the agent: such trajectories are not trained on).

@@ -1,4 +1,9 @@
-"""Policy SPECs: one string names any policy the runner can evaluate, and builds it.
+"""Policy SPECs: one string names any policy the runner can evaluate; this package parses it and builds it.
+
+The policies themselves live elsewhere: ``random`` and ``expert`` are
+:class:`~agentgym_envs.policies.RandomPolicy` and :class:`~agentgym_envs.policies.ExpertPolicy` (rendering
+through each entry's protocol, seeded per turn by the runner's sampling seed), model policies are the
+backends of ``trainer/backends/``, loaded by :mod:`leaderboards.policies.models`.
 
 >>> parse_spec("openai:http://127.0.0.1:8000/v1#qwen").model
 'qwen'
@@ -54,11 +59,11 @@ class PolicySpec:
         return self.kind in ENV_SIDE
 
     def build(self, *, api_key_env: str = "OPENAI_API_KEY", timeout: float = 120.0) -> Any:
-        """The :class:`~trainer.policy.Policy`; raises PolicyLoadError when its model cannot be loaded."""
+        """The :class:`~agentgym_envs.policies.Policy`; raises PolicyLoadError when its model cannot be loaded."""
         if self.env_side:
-            from .env_side import EnvSidePolicy
+            from agentgym_envs.policies import ExpertPolicy, RandomPolicy
 
-            return EnvSidePolicy(self.kind)
+            return RandomPolicy() if self.kind == "random" else ExpertPolicy()
         if self.kind == "openai":
             from .models import load_openai
 

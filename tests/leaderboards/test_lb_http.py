@@ -13,7 +13,7 @@ from lb_helpers import REPO, agentgym, count, episode_rows, write_suite
 from leaderboards.errors import RunAborted
 from leaderboards.runner import BenchOptions, run_bench
 from trainer.backends.openai_http import EndpointError, OpenAIHTTPPolicy
-from trainer.policy import SamplingConfig
+from agentgym_envs.policies import SamplingConfig
 from trainer.serve import PolicyServer, ScriptedReplyPolicy
 
 QUIET = dict(progress=False)

@@ -109,7 +109,7 @@ class _ScriptedReplies:
         self.replies = list(replies)
 
     def act(self, batch, *, sampling):
-        from trainer.policy import Completion
+        from agentgym_envs.policies import Completion
 
         return [Completion(self.replies.pop(0), finish_reason="stop")]
 
@@ -119,7 +119,7 @@ def test_step_records_carry_the_action_the_env_received_not_a_second_parse():
     over the length limit (which would parse if read, but never reaches the env), else the native action."""
     from leaderboards.episode import make_env, play_episode
     from leaderboards.suite import Entry
-    from trainer.policy import SamplingConfig
+    from agentgym_envs.policies import SamplingConfig
 
     entry = Entry("agentgym/Maze-Easy-v0", "examples", tasks=1, max_steps=4, protocol="tags")
     env = make_env(entry)

@@ -7,7 +7,7 @@ import pytest
 
 import agentgym_envs
 from agentgym_envs.games.multiagent.league import ELO_MEAN, League, LeagueResult, Match, fit_bradley_terry
-from agentgym_envs.games.multiagent.opponents import ScriptedOpponent
+from agentgym_envs.policies import ScriptedOpponent
 from agentgym_envs.games.multiagent.rps.policy import always_rock
 
 #: Games per pair: enough for separated intervals, cheap where games are cheap (Kuhn's edge is small).

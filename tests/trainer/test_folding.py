@@ -11,7 +11,7 @@ from trainer.config import load_config
 from trainer.episodes import PlaySpec
 from trainer.logprobs import pack, token_logprobs
 from trainer.loop import Trainer
-from trainer.policy import SamplingConfig
+from agentgym_envs.policies import SamplingConfig
 from trainer.rollout import RolloutWorker
 from trainer.value import turn_starts
 

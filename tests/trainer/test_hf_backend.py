@@ -9,7 +9,7 @@ import torch
 
 from trainer.episodes import PlaySpec
 from trainer.logprobs import pack, token_logprobs
-from trainer.policy import SamplingConfig
+from agentgym_envs.policies import SamplingConfig
 from trainer.rollout import RolloutWorker
 
 MESSAGES = [[{"role": "user", "content": "You are in the middle of a room. Your task is to: put a pen in desk."}],

@@ -54,14 +54,14 @@ def test_exploring_expert_detours_are_context_not_labels(tiny_policy):
 def test_exploring_expert_needs_the_env_hook_not_env_text():
     """Detours come from the env's expert_detours(): an env without the hook (the maze) gets exactly the
     scripted expert's episodes and no detour turns, even at explore=1."""
-    from trainer.baselines import ScriptedExpertPolicy
+    from agentgym_envs.policies import ExpertPolicy
     from trainer.bc import ExploringExpertPolicy
     from trainer.episodes import PlaySpec, run_text_episodes
 
     spec = PlaySpec("agentgym/Maze-Easy-v0", max_turns=30)
     explorer = ExploringExpertPolicy(explore=1.0, max_detours=5)
     explored = run_text_episodes(explorer, spec, [0, 1, 2], seed=0)
-    plain = run_text_episodes(ScriptedExpertPolicy(), spec, [0, 1, 2], seed=0)
+    plain = run_text_episodes(ExpertPolicy(), spec, [0, 1, 2], seed=0)
     assert [e.history.turns for e in explored] == [e.history.turns for e in plain]
     assert all(e.won for e in explored) and explorer.detour_turns() == [frozenset()] * 3
 
@@ -69,7 +69,7 @@ def test_exploring_expert_needs_the_env_hook_not_env_text():
 def test_invalid_penalty_shapes_training_rewards_only(tiny_policy):
     """rollout.invalid_penalty: the same sampled episodes, minus the penalty on each turn the env called invalid."""
     from trainer.episodes import PlaySpec
-    from trainer.policy import SamplingConfig
+    from agentgym_envs.policies import SamplingConfig
     from trainer.rollout import RolloutWorker
 
     spec = PlaySpec("agentgym/Household-PickPlace-v0", {"split": "train", "dense_reward": True}, max_turns=3, system_prompt="")

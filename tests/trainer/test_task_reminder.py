@@ -1,8 +1,7 @@
 """``env.task_reminder``: the instruction follows every observation, identically in rollouts and text episodes."""
 
-from trainer.baselines import ScriptedExpertPolicy
+from agentgym_envs.policies import ExpertPolicy, SamplingConfig
 from trainer.episodes import PlaySpec, run_text_episodes
-from trainer.policy import SamplingConfig
 from trainer.rollout import RolloutWorker
 
 
@@ -20,6 +19,6 @@ def test_reminder_follows_every_observation_in_rollouts_and_text_episodes(tiny_p
         text = tiny_policy.decode(t.token_ids)
         assert t.num_turns == 3 and text.count(reminder) == 2  # after each observation but the last (never shown)
     plain = PlaySpec("agentgym/Household-PickPlace-v0", max_turns=3, system_prompt="")
-    expert = run_text_episodes(ScriptedExpertPolicy(), spec, [7])[0]
+    expert = run_text_episodes(ExpertPolicy(), spec, [7])[0]
     assert all(obs.endswith(reminder) for _, obs in expert.history.turns)
-    assert not any("Task: " in obs for _, obs in run_text_episodes(ScriptedExpertPolicy(), plain, [7])[0].history.turns)
+    assert not any("Task: " in obs for _, obs in run_text_episodes(ExpertPolicy(), plain, [7])[0].history.turns)

@@ -3,7 +3,7 @@
 import pytest
 
 from trainer.errors import PrefixExtensionError
-from trainer.policy import Completion
+from agentgym_envs.policies import Completion
 from trainer.tiny.chat_template import render_chat
 from trainer.trajectory import TrajectoryBuilder
 

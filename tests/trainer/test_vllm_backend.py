@@ -19,7 +19,7 @@ import torch
 
 from trainer.episodes import PlaySpec
 from trainer.logprobs import pack, token_logprobs
-from trainer.policy import SamplingConfig
+from agentgym_envs.policies import SamplingConfig
 from trainer.rollout import RolloutWorker
 from trainer.trajectory import Trajectory
 

@@ -1,1 +1,1 @@
-"""Generation backends behind the :class:`~trainer.policy.Policy` contract (imported lazily: each pulls its own deps)."""
+"""Generation backends behind the :class:`~agentgym_envs.policies.Policy` contract (imported lazily: each pulls its own deps)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..policy import Completion, Message, SamplingConfig
+from agentgym_envs.policies import Completion, Message, SamplingConfig
 
 
 class ChatTokens:

@@ -16,12 +16,13 @@ from typing import Any
 
 import torch
 
-from ..policy import Completion, SamplingConfig
+from agentgym_envs.policies import Completion, SamplingConfig
+
 from .chat_tokens import ChatTokens
 
 
 class HFPolicy(ChatTokens):
-    """A causal LM and its tokenizer as a :class:`~trainer.policy.TokenPolicy`.
+    """A causal LM and its tokenizer as a :class:`~agentgym_envs.policies.TokenPolicy`.
 
     Args:
         model: a ``transformers`` causal LM (its ``forward`` takes ``past_key_values``).

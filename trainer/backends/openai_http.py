@@ -1,4 +1,4 @@
-"""An OpenAI-compatible chat-completions endpoint as a :class:`~trainer.policy.Policy` (evaluation only).
+"""An OpenAI-compatible chat-completions endpoint as a :class:`~agentgym_envs.policies.Policy` (evaluation only).
 
 Talks to any server that speaks ``POST {base_url}/chat/completions`` (OpenAI, vLLM's ``vllm serve``, llama.cpp,
 ``python -m trainer.serve``) with the standard library only. Text comes back without token ids or
@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from ..policy import Completion, Message, SamplingConfig
+from agentgym_envs.policies import Completion, Message, SamplingConfig
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 

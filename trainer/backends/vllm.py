@@ -40,10 +40,10 @@ from typing import Any, ClassVar, Self
 
 import torch
 
+from agentgym_envs.policies import Completion, SamplingConfig
 from agentgym_envs.seeding import text_seed
 
 from ..errors import BackendError
-from ..policy import Completion, SamplingConfig
 from .chat_tokens import ChatTokens
 
 #: KV-cache size on CPU when neither ``kv_cache_bytes`` nor ``VLLM_CPU_KVCACHE_SPACE`` says otherwise
@@ -52,7 +52,7 @@ DEFAULT_CPU_KV_CACHE_BYTES = 512 * 2**20
 
 
 class VLLMPolicy(ChatTokens):
-    """A vLLM engine as a :class:`~trainer.policy.TokenPolicy`, with :meth:`sync_from` / :meth:`load_weights`.
+    """A vLLM engine as a :class:`~agentgym_envs.policies.TokenPolicy`, with :meth:`sync_from` / :meth:`load_weights`.
 
     Args:
         model_dir: a local Hugging Face model directory (``config.json``, tokenizer files, weights unless

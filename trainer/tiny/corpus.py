@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..baselines import RandomPolicy, ScriptedExpertPolicy
+import numpy as np
+
+from agentgym_envs.policies import ExpertPolicy, RandomPolicy, SamplingConfig
+
 from ..episodes import PlaySpec, run_text_episodes
-from ..policy import SamplingConfig
 from .chat_template import render_chat
 
 #: Every task type, so that object and receptacle names of all six types are in the vocabulary.
@@ -23,7 +25,8 @@ def household_corpus(num_episodes: int, seed: int, max_turns: int = 12) -> Itera
     spec = PlaySpec(CORPUS_ENV, {"split": "train"}, max_turns=max_turns)
     stride = max(1, spec.num_tasks() // max(num_episodes, 1))
     tasks = [(seed + i * stride) % spec.num_tasks() for i in range(num_episodes)]
-    for policy in (ScriptedExpertPolicy(), RandomPolicy(seed=seed)):
+    # The random player's stream is default_rng(seed), as when the tiny tokenizers in users' caches were built.
+    for policy in (ExpertPolicy(), RandomPolicy(rng=np.random.default_rng(seed))):
         for start in range(0, len(tasks), 64):
             episodes = run_text_episodes(policy, spec, tasks[start:start + 64], seed=seed + start,
                                          sampling=SamplingConfig(seed=seed))

@@ -7,9 +7,10 @@ Layout (rules apart from adapters):
   string actions, infos, the illegal-move rule).
 * one sub-package per game (``tictactoe``, ``connect_four``, ``kuhn_poker``, ``liars_dice``, ``holdem``,
   ``rps``), each with a pure ``rules.py``, a scripted ``policy.py`` and its ``env.py`` adapter.
-* ``opponents.py`` (the :class:`Opponent` protocol and the built-in random/scripted policies), ``arena.py``
-  (play one game between policies), ``selfplay.py`` (any game as a single-agent gymnasium env) and
-  ``league.py`` (ratings with uncertainty).
+* ``arena.py`` (play one game between policies), ``selfplay.py`` (any game as a single-agent gymnasium env)
+  and ``league.py`` (ratings with uncertainty). The policies that fill seats (the ``Opponent`` protocol,
+  the random and scripted seats, ``PolicyOpponent`` for any model policy) live with every other policy
+  in :mod:`agentgym_envs.policies.opponents`.
 
 This ``__init__`` stays empty of imports so that importing ``agentgym_envs`` (which imports ``register.py``)
 loads neither numpy-heavy rules nor PettingZoo.

@@ -35,10 +35,9 @@ from ...core.actions import coerce_action
 from ...core.errors import ResetNeeded
 from ...core.info import StepInfo
 from ...core.spaces import UnicodeText
+from ...policies.opponents import ScriptedPolicy
 from .game import GameState, clip, join_moves, normalise
 
-#: A scripted policy: (the agent's view, its legal moves, a generator) -> a legal move.
-ScriptedPolicy = Callable[[dict[str, Any], list[str], np.random.Generator], str]
 
 MAX_ACTION_CHARS = 16_384
 MAX_OBSERVATION_CHARS = 65_536

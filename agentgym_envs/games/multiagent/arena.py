@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from ...seeding import derive_rng
-from .opponents import Opponent
+from ...policies.opponents import Opponent
 
 #: Second entry of the policies' seed sequence, so their stream differs from the game's chance stream.
 POLICY_STREAM = 7919

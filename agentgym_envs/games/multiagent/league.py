@@ -38,7 +38,7 @@ import numpy as np
 
 from ...registration import make_multi
 from .arena import play_game
-from .opponents import Opponent, resolve_opponent
+from ...policies.opponents import Opponent, resolve_opponent
 
 ELO_PER_LOGIT = 400.0 / math.log(10.0)
 ELO_MEAN = 1500.0

@@ -10,8 +10,9 @@
   ``player_{s % n}``; a ``reset()`` without a seed takes the next seat after the previous episode's. So
   evaluation over consecutive seeds plays every seat equally. ``seat=i`` fixes the seat;
   ``reset(options={"seat": i})`` overrides it for one episode.
-* **Opponent**: ``"scripted"`` (the game's heuristic), ``"random"``, or any
-  :class:`~agentgym_envs.games.multiagent.opponents.Opponent` callable (e.g. a frozen copy of the learner).
+* **Opponent**: ``"scripted"`` (the game's heuristic), ``"random"``, any
+  :class:`~agentgym_envs.policies.opponents.Opponent` callable, or any
+  :class:`~agentgym_envs.policies.Policy` (e.g. a frozen copy of the learner; seated by ``PolicyOpponent``).
   It receives ``info["rng"]`` = this env's ``np_random``, so episodes are a function of the seed. If the
   opponent raises, the episode is truncated with ``info["infra_error"]`` (not the learner's fault).
 * **Rewards** are the game's payoffs for the learner's seat (zero-sum, in ``[-1, 1]``), paid when the game
@@ -43,7 +44,7 @@ from pettingzoo import AECEnv
 
 from ...core import InfraError, Step, TextEnv
 from ...registration import make_multi
-from .opponents import Opponent, ScriptedOpponent, resolve_opponent
+from ...policies.opponents import Opponent, ScriptedOpponent, resolve_opponent
 
 
 CONTINUE = "continue"

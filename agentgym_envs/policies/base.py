@@ -1,13 +1,23 @@
 """The policy contract: chat messages in, completions (text, exact token ids, sampling log-probs) out.
 
-Every backend (Hugging Face, vLLM, HTTP, the scripted expert and random baselines) implements
-:class:`Policy`. Model backends also implement :class:`TokenPolicy`, the token-in/token-out form that
-rollouts use so that ids are never re-tokenised between sampling and training (``shared/DESIGN.md`` §3).
+Everything that plays an env implements :class:`Policy`: model backends (``trainer/backends/``: Hugging
+Face, vLLM, OpenAI-compatible HTTP) and the env-side baselines (:mod:`agentgym_envs.policies.env_side`).
+Model backends also implement :class:`TokenPolicy`, the token-in/token-out form that rollouts use so that
+ids are never re-tokenised between sampling and training (``docs/trainer.md``). Policies that act from the
+env's state rather than from the chat also implement :class:`EnvBoundPolicy`: whoever drives the episode
+binds them to the env behind each chat before every ``act``.
+
+The contract lives in the env package, the lowest layer, so that envs, games, the trainer and the
+leaderboards all import it from one place and no import points upwards (``docs/architecture.md``).
 
 >>> SamplingConfig(temperature=0.0).greedy
 True
 >>> Completion("go to bed 1", [5, 9], [-0.1, -0.2], "stop").num_tokens
 2
+>>> SamplingConfig(top_p=0)
+Traceback (most recent call last):
+...
+ValueError: top_p must be in (0, 1], got 0; use 1.0 to sample from the full distribution
 """
 
 from __future__ import annotations
@@ -15,14 +25,20 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
-from agentgym_envs.chat import Message
+from ..chat import Message
+from ..core.errors import AgentGymError
 
-__all__ = ["Message", "SamplingConfig", "Completion", "Policy", "TokenPolicy", "FinishReason"]
+__all__ = ["Message", "SamplingConfig", "Completion", "Policy", "TokenPolicy", "EnvBoundPolicy", "FinishReason",
+           "NoExpertError"]
 
 #: ``stop``: end-of-turn token or a stop string; ``length``: ``max_new_tokens`` reached.
 FinishReason = Literal["stop", "length"]
+
+
+class NoExpertError(AgentGymError):
+    """The expert policy was asked to play an env that has no scripted expert (no ``expert_action()``)."""
 
 
 @dataclass(frozen=True)
@@ -63,7 +79,7 @@ class Completion:
     """One sampled reply: its text and the exact ids and log-probs the sampler produced.
 
     ``token_ids`` include the end-of-turn token when the model emitted one; ``text`` is their decoding
-    without special tokens. Text-only policies (scripted expert, HTTP) leave ids and log-probs empty.
+    without special tokens. Text-only policies (env-side baselines, HTTP) leave ids and log-probs empty.
     """
 
     text: str
@@ -99,3 +115,14 @@ class TokenPolicy(Policy, Protocol):
     def decode(self, ids: Sequence[int]) -> str: ...
 
     def generate(self, prompt_ids: list[list[int]], *, sampling: SamplingConfig) -> list[Completion]: ...
+
+
+@runtime_checkable
+class EnvBoundPolicy(Protocol):
+    """A policy that reads the env behind each chat: ``bind(envs)`` (one per chat of the next ``act``).
+
+    The envs may be wrapped (an :class:`~agentgym_envs.protocols.ActionProtocolWrapper`): the policy acts
+    from ``env.unwrapped`` and may render its reply in the wrapper's protocol.
+    """
+
+    def bind(self, envs: Sequence[Any]) -> None: ...
