@@ -23,6 +23,7 @@ import gymnasium
 import numpy as np
 
 from .core.errors import SnapshotError
+from .core.hooks import has_expert, has_random_action, valid_actions
 from .core.info import OPTIONAL_KEY_TYPES, RESET_KEY_TYPES, STEP_KEY_TYPES, TypeSpec, info_problems
 from .fuzz import hostile_actions
 
@@ -124,7 +125,7 @@ class _Context:
 
 def choose_action(env: gymnasium.Env, rng: np.random.Generator) -> str:
     """The expert's action when there is one, else the random rule's (:func:`~agentgym_envs.policies.random_action`)."""
-    if hasattr(env.unwrapped, "expert_action"):
+    if has_expert(env):
         return env.unwrapped.expert_action()
     from .policies import random_action
 
@@ -226,12 +227,12 @@ def _check_snapshot(ctx: _Context):
 
 def _check_valid_actions(ctx: _Context):
     env = ctx.new().unwrapped
-    if not hasattr(env, "valid_actions") or not hasattr(env, "get_state"):
-        return "skip", "env lists no valid actions or has no snapshots"
+    if not hasattr(env, "get_state"):
+        return "skip", "env has no snapshots"
     env.reset(seed=ctx.seed)
     tried = 0
     for action in ctx.actions()[:5]:
-        listed = env.valid_actions() or []
+        listed = valid_actions(env) or []
         try:
             snapshot = env.get_state()
         except SnapshotError as e:
@@ -249,7 +250,7 @@ def _check_valid_actions(ctx: _Context):
 
 def _check_random_action(ctx: _Context):
     env = ctx.new().unwrapped
-    if not hasattr(env, "random_action"):
+    if not has_random_action(env):
         return "skip", "env has no random_action()"
     env.reset(seed=ctx.seed)
     rng = np.random.default_rng(ctx.seed)
@@ -277,7 +278,7 @@ def _check_task_index(ctx: _Context):
 
 def _check_expert(ctx: _Context):
     env = ctx.new()
-    if not hasattr(env.unwrapped, "expert_action"):
+    if not has_expert(env):
         return "skip", "env has no expert_action()"
     env.reset(seed=ctx.seed)
     won, steps = False, 0

@@ -15,11 +15,12 @@ def run(args: argparse.Namespace) -> int:
     import gymnasium
 
     from agentgym_envs.baselines import evaluate, markdown_table
+    from agentgym_envs.core.hooks import has_expert
     from agentgym_envs.registration import env_ids
 
     results = []
     for env_id in args.ids or env_ids():
-        agents = ["random"] + (["expert"] if hasattr(gymnasium.make(env_id).unwrapped, "expert_action") else [])
+        agents = ["random"] + (["expert"] if has_expert(gymnasium.make(env_id)) else [])
         for agent in agents:
             results.append(evaluate(env_id, agent, episodes=args.episodes, seed=args.seed))
             print(f"  {env_id:<36} {agent:<7} success {results[-1].success:.2f}", flush=True)

@@ -20,6 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
+    from agentgym_envs.core.hooks import has_expert
     from agentgym_envs.registration import make
 
     stdin, out = stdin or sys.stdin, stdout or sys.stdout
@@ -33,7 +34,7 @@ def run(args: argparse.Namespace, stdin: TextIO | None = None, stdout: TextIO | 
         if text.strip() == ":quit":
             break
         if text.strip() == ":hint":
-            hint = env.unwrapped.expert_action() if hasattr(env.unwrapped, "expert_action") else "(this env has no expert)"
+            hint = env.unwrapped.expert_action() if has_expert(env) else "(this env has no expert)"
             print(f"hint: {hint}", file=out)
             continue
         if text.strip() == ":reset":

@@ -41,3 +41,18 @@ class InfraError(AgentGymError):
     Envs raise it from ``_step``/``_reset``; the base class reports it as ``info["infra_error"]`` and
     truncates the episode instead of crashing the caller.
     """
+
+
+class MissingHook(AgentGymError, NotImplementedError):
+    """An optional hook (``expert_action``, ``random_action``) was called on an env that does not implement it.
+
+    Ask first with :func:`agentgym_envs.core.hooks.has_expert` / :func:`~agentgym_envs.core.hooks.has_random_action`.
+    """
+
+
+class NoExpert(MissingHook):
+    """The env has no scripted expert (``expert_action``)."""
+
+
+class NoRandomAction(MissingHook):
+    """The env has no ``random_action(rng)`` of its own (its valid actions, if listed, are the random baseline)."""

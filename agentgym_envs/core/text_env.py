@@ -36,6 +36,9 @@ Subclasses implement ``_reset(options) -> (observation, info)`` and ``_step(acti
 override ``valid_actions()``, ``tools`` (see :class:`~agentgym_envs.core.tool_env.ToolEnv`), ``metrics()``,
 ``state_key_material()``, if they have a scripted solver ``expert_action()``, and, when admissible actions
 are too many to list, ``random_action(rng) -> str`` (a random well-formed move: the random baseline).
+The two optional hooks are declared here and raise :class:`~agentgym_envs.core.errors.NoExpert` /
+:class:`~agentgym_envs.core.errors.NoRandomAction` until overridden; ask with
+:func:`agentgym_envs.core.hooks.has_expert` / :func:`~agentgym_envs.core.hooks.has_random_action`, not ``hasattr``.
 
 ``info["system_prompt"]`` is the authority on the prompt (``_reset`` may put one that depends on make
 kwargs there); the ``system_prompt`` class attribute is only the default.
@@ -49,15 +52,18 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import gymnasium
 
 from .actions import coerce_action
-from .errors import InfraError, InvalidAction, ResetNeeded, SnapshotError
+from .errors import InfraError, InvalidAction, NoExpert, NoRandomAction, ResetNeeded, SnapshotError
 from .info import StepInfo
 from .snapshots import open_snapshot, seal_snapshot
 from .spaces import UnicodeText
+
+if TYPE_CHECKING:
+    import numpy as np
 
 SNAPSHOT_VERSION = 1
 TRUNCATION_MARKER = "\n…[truncated {n} characters]"
@@ -127,6 +133,20 @@ class TextEnv(gymnasium.Env[str, str]):
     def valid_actions(self) -> list[str] | None:
         """Admissible actions in the current state, or ``None`` when they cannot be enumerated."""
         return None
+
+    def expert_action(self) -> str:
+        """The scripted solver's next action (optional hook; :func:`~agentgym_envs.core.hooks.has_expert` tells)."""
+        raise NoExpert(f"{type(self).__name__} has no scripted expert (expert_action); check "
+                       "agentgym_envs.core.hooks.has_expert(env) before asking, or use another policy")
+
+    def expert_detours(self) -> list[str]:
+        """Wrong turns the expert may take here and recover from (for exploring BC data); none by default."""
+        return []
+
+    def random_action(self, rng: np.random.Generator) -> str:
+        """A random well-formed action drawn from ``rng`` (optional hook, for envs whose actions cannot be listed)."""
+        raise NoRandomAction(f"{type(self).__name__} has no random_action(rng); check "
+                             "agentgym_envs.core.hooks.has_random_action(env), or draw from valid_actions()")
 
     @property
     def tools(self) -> list[dict[str, Any]] | None:

@@ -40,6 +40,7 @@ from typing import Any
 import gymnasium
 import numpy as np
 
+from ..core.hooks import has_expert, has_random_action, valid_actions
 from ..protocols import ActionProtocol, get_protocol
 from ..seeding import derive_rng
 from .base import Completion, Message, NoExpertError, SamplingConfig
@@ -68,10 +69,10 @@ def random_action(env: Any, rng: np.random.Generator) -> str:
     True
     """
     base = getattr(env, "unwrapped", env)
-    actions = base.valid_actions() if hasattr(base, "valid_actions") else None
+    actions = valid_actions(base)
     if actions:
         return actions[int(rng.integers(len(actions)))]
-    if hasattr(base, "random_action"):
+    if has_random_action(base):
         return base.random_action(rng)
     return "".join(rng.choice(_FALLBACK_ALPHABET, size=_FALLBACK_CHARS)).strip() or "a"
 
@@ -79,7 +80,7 @@ def random_action(env: Any, rng: np.random.Generator) -> str:
 def expert_action(env: Any) -> str:
     """The env's scripted expert move; :class:`NoExpertError` (saying what to do) when it has none."""
     base = getattr(env, "unwrapped", env)
-    if not hasattr(base, "expert_action"):
+    if not has_expert(base):
         spec = getattr(base, "spec", None)
         name = spec.id if spec is not None else type(base).__name__
         raise NoExpertError(f"the expert policy needs a scripted expert, and {name} has no expert_action(); "
