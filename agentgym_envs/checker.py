@@ -195,11 +195,19 @@ def _check_fuzz(ctx: _Context):
     return f"{len(hostile_actions())} hostile actions, none raised"
 
 
-def _check_snapshot(ctx: _Context):
+def _snapshotting_env(ctx: _Context) -> Any:
+    """A fresh unwrapped env reset with the context's seed, or ``None`` when it has no ``get_state()``."""
     env = ctx.new().unwrapped
     if not hasattr(env, "get_state"):
-        return "skip", "env has no get_state()/set_state()"
+        return None
     env.reset(seed=ctx.seed)
+    return env
+
+
+def _check_snapshot(ctx: _Context):
+    env = _snapshotting_env(ctx)
+    if env is None:
+        return "skip", "env has no get_state()/set_state()"
     actions = ctx.actions()
     half = len(actions) // 2
     for action in actions[:half]:
@@ -226,10 +234,9 @@ def _check_snapshot(ctx: _Context):
 
 
 def _check_valid_actions(ctx: _Context):
-    env = ctx.new().unwrapped
-    if not hasattr(env, "get_state"):
-        return "skip", "env has no snapshots"
-    env.reset(seed=ctx.seed)
+    env = _snapshotting_env(ctx)
+    if env is None:
+        return "skip", "env has no get_state()/set_state() to try listed actions from"
     tried = 0
     for action in ctx.actions()[:5]:
         listed = valid_actions(env) or []
