@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentgym_envs.policies import NoExpertError
+from agentgym_envs.policies import NoExpert
 from trainer.backends.openai_http import EndpointError
 
 from .errors import LeaderboardError, RunAborted
@@ -174,7 +174,7 @@ def _drive(d: _Drive) -> None:
     except RunAborted:
         _drain(d)
         raise
-    except (LeaderboardError, NoExpertError) as e:  # NoExpertError: `expert` on an env without one
+    except (LeaderboardError, NoExpert) as e:  # NoExpert: `expert` on an env without one
         _drain(d)
         raise RunAborted(f"{str(e).rstrip('.')}. {_kept(d.store, run)}") from None
     except Exception as e:

@@ -14,7 +14,7 @@ from agentgym_envs.baselines import evaluate
 from agentgym_envs.core import Step, TextEnv
 from agentgym_envs.games.multiagent.league import League
 from agentgym_envs.games.multiagent.selfplay import SelfPlayEnv
-from agentgym_envs.policies import (ExpertPolicy, NoExpertError, Policy, PolicyOpponent, RandomOpponent, RandomPolicy,
+from agentgym_envs.policies import (ExpertPolicy, NoExpert, Policy, PolicyOpponent, RandomOpponent, RandomPolicy,
                                     SamplingConfig, SeatView, random_action, resolve_opponent)
 from agentgym_envs.protocols import ActionProtocolWrapper
 
@@ -104,7 +104,7 @@ def test_expert_on_an_env_without_one_says_so_and_batches_must_match_the_binding
     env.reset(seed=0)
     expert = ExpertPolicy()
     expert.bind([env])
-    with pytest.raises(NoExpertError, match="TestPoliciesNoExpert-v0 has no expert_action"):
+    with pytest.raises(NoExpert, match="TestPoliciesNoExpert-v0 has no expert_action"):
         expert.act([[]], sampling=SamplingConfig())
     with pytest.raises(ValueError, match=r"expected one chat per bound env \(1\), got 2"):
         expert.act([[], []], sampling=SamplingConfig())

@@ -102,9 +102,10 @@ class ExploringExpertPolicy(EnvSidePolicy):
 
     def _offered(self, env: Any) -> list[str]:
         """The env's detours from here, or none once this episode has used its ``max_detours``."""
-        if len(self._detours[id(env)]) >= self.max_detours or not hasattr(env, "expert_detours"):
+        if len(self._detours[id(env)]) >= self.max_detours:
             return []
-        return list(env.expert_detours())
+        # TextEnv declares the hook (no detours by default); other gymnasium envs may lack it.
+        return list(getattr(env, "expert_detours", list)())
 
 
 def expert_trajectories(policy: HFPolicy, spec: PlaySpec, tasks: Sequence[int], seed: int, *,

@@ -21,14 +21,14 @@ imports none of them (``docs/architecture.md``).
 True
 """
 
-from .base import (Completion, EnvBoundPolicy, FinishReason, Message, NoExpertError, Policy, SamplingConfig,
+from .base import (Completion, EnvBoundPolicy, FinishReason, Message, NoExpert, Policy, SamplingConfig,
                    TokenPolicy)
 from .env_side import EnvSidePolicy, ExpertPolicy, RandomPolicy, expert_action, random_action
 from .opponents import (Opponent, PolicyOpponent, RandomOpponent, ScriptedOpponent, ScriptedPolicy, SeatView,
                         policy_rng, resolve_opponent)
 
 __all__ = [
-    "Completion", "EnvBoundPolicy", "FinishReason", "Message", "NoExpertError", "Policy", "SamplingConfig", "TokenPolicy",
+    "Completion", "EnvBoundPolicy", "FinishReason", "Message", "NoExpert", "Policy", "SamplingConfig", "TokenPolicy",
     "EnvSidePolicy", "ExpertPolicy", "RandomPolicy", "expert_action", "random_action",
     "Opponent", "PolicyOpponent", "RandomOpponent", "ScriptedOpponent", "ScriptedPolicy", "SeatView", "policy_rng",
     "resolve_opponent",

@@ -28,17 +28,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from ..chat import Message
-from ..core.errors import AgentGymError
+from ..core.errors import NoExpert
 
 __all__ = ["Message", "SamplingConfig", "Completion", "Policy", "TokenPolicy", "EnvBoundPolicy", "FinishReason",
-           "NoExpertError"]
+           "NoExpert"]
 
 #: ``stop``: end-of-turn token or a stop string; ``length``: ``max_new_tokens`` reached.
 FinishReason = Literal["stop", "length"]
-
-
-class NoExpertError(AgentGymError):
-    """The expert policy was asked to play an env that has no scripted expert (no ``expert_action()``)."""
 
 
 @dataclass(frozen=True)

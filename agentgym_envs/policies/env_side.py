@@ -43,7 +43,7 @@ import numpy as np
 from ..core.hooks import has_expert, has_random_action, valid_actions
 from ..protocols import ActionProtocol, get_protocol
 from ..seeding import derive_rng
-from .base import Completion, Message, NoExpertError, SamplingConfig
+from .base import Completion, Message, NoExpert, SamplingConfig
 
 __all__ = ["EnvSidePolicy", "RandomPolicy", "ExpertPolicy", "random_action", "expert_action", "AGENT_STREAM"]
 
@@ -78,12 +78,12 @@ def random_action(env: Any, rng: np.random.Generator) -> str:
 
 
 def expert_action(env: Any) -> str:
-    """The env's scripted expert move; :class:`NoExpertError` (saying what to do) when it has none."""
+    """The env's scripted expert move; :class:`NoExpert` (saying what to do) when it has none."""
     base = getattr(env, "unwrapped", env)
     if not has_expert(base):
         spec = getattr(base, "spec", None)
         name = spec.id if spec is not None else type(base).__name__
-        raise NoExpertError(f"the expert policy needs a scripted expert, and {name} has no expert_action(); "
+        raise NoExpert(f"the expert policy needs a scripted expert, and {name} has no expert_action(); "
                             "leave that env out or use another policy")
     return base.expert_action()
 
