@@ -137,11 +137,7 @@ class TurnBasedTextEnv(AECEnv):
         else:  # after the game, agent_selection still names the last player to move (agents is empty)
             agent = self.agent_selection if self.agent_selection in self.possible_agents else self.possible_agents[0]
             text = self.observe(agent)
-        if self.render_mode == "human":
-            if text:
-                print(text)
-            return None
-        return text
+        return render_text(text, self.render_mode)
 
     def close(self) -> None:
         """Nothing to release (pure Python); defined because ``render`` is."""
@@ -213,6 +209,15 @@ def forfeit_returns(num_players: int, forfeits: dict[int, str]) -> tuple[float, 
     k = len(forfeits)
     share = min(1.0, k / (num_players - k)) if k < num_players else -1.0
     return tuple(-1.0 if i in forfeits else share for i in range(num_players))
+
+
+def render_text(text: str, render_mode: str | None) -> str | None:
+    """PettingZoo's render modes over one text: ``ansi`` returns it, ``human`` prints it (and returns None)."""
+    if render_mode == "human":
+        if text:
+            print(text)
+        return None
+    return text
 
 
 def status_line(agents: list[str], game: GameState, player: int, returns: tuple[float, ...] | None,

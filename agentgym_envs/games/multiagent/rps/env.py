@@ -19,7 +19,8 @@ from pettingzoo import ParallelEnv
 
 from ....core.errors import ResetNeeded
 from ....core.spaces import UnicodeText
-from ..aec import MAX_ACTION_CHARS, MAX_OBSERVATION_CHARS, TurnBasedTextEnv, agent_info, forfeit_returns, parse_action, status_line
+from ..aec import (MAX_ACTION_CHARS, MAX_OBSERVATION_CHARS, TurnBasedTextEnv, agent_info, forfeit_returns, parse_action,
+                   render_text, status_line)
 from ..game import join_moves, normalise
 from .policy import scripted
 from .rules import MOVES, RockPaperScissors
@@ -129,12 +130,7 @@ class RockPaperScissorsParallelEnv(ParallelEnv):
 
     def render(self) -> str | None:
         """The match from player_0's side (finished matches included); ``ansi`` returns it, ``human`` prints it."""
-        text = self._observe(0) if self.game is not None else ""
-        if self.render_mode == "human":
-            if text:
-                print(text)
-            return None
-        return text
+        return render_text(self._observe(0) if self.game is not None else "", self.render_mode)
 
     def close(self) -> None:
         """Nothing to release."""
