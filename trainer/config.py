@@ -159,6 +159,10 @@ class LossConfig:
     kl_estimator: str = "k3"
     entropy_coef: float = 0.0
     kernel_backend: str = "auto"
+    clip_ratio_c: float = 3.0
+    """Dual-clip bound (Ye et al. 2020): a token with a negative advantage A loses at most ``-A · clip_ratio_c``
+    however large its ratio grew off-policy (minibatches > 1, a separate sampler). Must be > 1; verl's default
+    is 3. On-policy the ratio stays near 1 and the bound is never used."""
 
     def __post_init__(self) -> None:
         from .loss import AGGREGATIONS, KL_ESTIMATORS
@@ -166,6 +170,7 @@ class LossConfig:
         _require(self.aggregation in AGGREGATIONS, f"loss.aggregation must be one of {', '.join(AGGREGATIONS)}, got {self.aggregation!r}")
         _require(self.kl_estimator in KL_ESTIMATORS, f"loss.kl_estimator must be one of {', '.join(KL_ESTIMATORS)}")
         _require(0 <= self.clip_low < 1 and self.clip_high >= 0, "loss.clip_low must be in [0, 1) and clip_high >= 0")
+        _require(self.clip_ratio_c > 1, f"loss.clip_ratio_c must be > 1 (the dual-clip bound on the ratio), got {self.clip_ratio_c}")
 
 
 @dataclass

@@ -25,6 +25,38 @@ from agentgym_envs.policies import EnvBoundPolicy, Policy, SamplingConfig
 from agentgym_envs.seeding import derive_seed
 from agentgym_envs.stats import normal_half_width
 
+#: Task ids of an env without a task list: how many the train stream and the held-out stream hold by default.
+SEEDED_TRAIN_TASKS, SEEDED_EVAL_TASKS = 100_000, 100
+
+
+def task_seed(task: int, stream: int) -> int:
+    """The reset seed that *is* task ``task`` of seed stream ``stream`` (0: train, 1: held-out) for an env
+    without a task list: ``2 * task + stream``. Train seeds are even and held-out seeds odd, so the two
+    streams are disjoint by construction, whatever their sizes."""
+    return 2 * int(task) + int(stream)
+
+
+class SeededTasks(gymnasium.Wrapper):
+    """Gives an env without a task list (procedural: Maze, games, Tutoring) tasks: ``reset(options=
+    {"task_index": t})`` resets with seed :func:`task_seed` ``(t, stream)``, so a task id names one start
+    state, the same for every member of a group and every epoch. Without ``task_index`` it passes through."""
+
+    def __init__(self, env: gymnasium.Env, stream: int):
+        super().__init__(env)
+        self.stream = stream
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        options = dict(options or {})
+        task = options.pop("task_index", None)
+        if task is not None:
+            seed = task_seed(task, self.stream)
+        return self.env.reset(seed=seed, options=options or None)
+
+
+def has_task_list(env: gymnasium.Env) -> bool:
+    """Whether ``env`` picks tasks by ``options["task_index"]`` itself (it has ``num_tasks``)."""
+    return getattr(env.unwrapped, "num_tasks", None) is not None
+
 
 @dataclass(frozen=True)
 class PlaySpec:
@@ -41,6 +73,10 @@ class PlaySpec:
     task_reminder: bool = False
     """Repeat the task's instruction after every observation (``Task: …``), as agent prompts for ALFWorld
     often do, so the goal is always a few tokens away instead of at the top of a growing history."""
+    seed_stream: int = 0
+    """For an env without a task list: which seed stream task ids name (0: train, 1: held-out; :func:`task_seed`)."""
+    seeded_tasks: int = SEEDED_TRAIN_TASKS
+    """For an env without a task list: how many task ids (seeds) :meth:`num_tasks` reports."""
 
     def observation_text(self, observation: str, instruction: str | None) -> str:
         """What the policy reads after a step: the observation, plus the task reminder when asked for."""
@@ -48,17 +84,24 @@ class PlaySpec:
 
     def make(self) -> gymnasium.Env:
         """A fresh env from :func:`agentgym_envs.make`, wrapped so that raw model replies are parsed
-        (``info["native_action"]``) and turns are capped at ``max_turns``."""
+        (``info["native_action"]``) and turns are capped at ``max_turns``; an env without a task list is
+        wrapped in :class:`SeededTasks` so that task ids name seeds of ``seed_stream``."""
         import agentgym_envs  # (registers the ids, also in worker processes)
 
-        return agentgym_envs.make(self.env_id, protocol=self.protocol, max_turns=self.max_turns, **self.kwargs)
+        env = agentgym_envs.make(self.env_id, protocol=self.protocol, max_turns=self.max_turns, **self.kwargs)
+        return env if has_task_list(env) else SeededTasks(env, self.seed_stream)
 
     def start_info(self, info: dict[str, Any]) -> dict[str, Any]:
         """The reset info with this spec's system prompt applied."""
         return info if self.system_prompt is None else {**info, "system_prompt": self.system_prompt}
 
     def num_tasks(self) -> int:
-        return int(self.make().unwrapped.num_tasks)
+        """The env's task count, or ``seeded_tasks`` for an env without a task list."""
+        env = self.make()
+        try:
+            return int(env.unwrapped.num_tasks) if has_task_list(env) else self.seeded_tasks
+        finally:
+            env.close()
 
 
 @dataclass

@@ -257,7 +257,8 @@ class Trainer:
             with torch.no_grad():
                 ref_logp, _ = token_logprobs(self.ref_model, batch, temperature=c.rollout.temperature or 1.0)
         settings = LossSettings(c.loss.clip_low, c.loss.clip_high, c.loss.aggregation, c.loss.kl_coef,
-                                c.loss.kl_estimator, c.loss.entropy_coef, c.rollout.max_new_tokens * c.env.max_turns)
+                                c.loss.kl_estimator, c.loss.entropy_coef, c.rollout.max_new_tokens * c.env.max_turns,
+                                clip_ratio_c=c.loss.clip_ratio_c)
         loss, metrics = policy_loss(logp, batch.sampling_logprobs, batch.advantages, batch.loss_mask, settings,
                                     entropy=entropy, ref_logp=ref_logp)
         if self.value_head is not None:

@@ -1,11 +1,19 @@
 """The clipped policy-gradient loss, its aggregation modes, KL to a reference and the entropy bonus.
 
-All tensors are (B, T) over padded trajectories, with ``loss_mask`` 1 on sampled tokens. The core is four
-lines (PPO's clipped surrogate with DAPO's asymmetric clip):
+All tensors are (B, T) over padded trajectories, with ``loss_mask`` 1 on sampled tokens. The core is PPO's
+clipped surrogate with DAPO's asymmetric clip, written as a per-token loss to minimise:
 
-    ratio = exp(logp - old_logp)
-    surrogate = min(ratio · A, clip(ratio, 1 - ε_low, 1 + ε_high) · A)
-    loss = aggregate(-surrogate) + β · aggregate(KL(π ‖ π_ref)) - c_H · aggregate(entropy)
+    ratio = exp(clamp(logp - old_logp, ±LOG_RATIO_CLAMP))
+    ppo = max(-A · ratio, -A · clip(ratio, 1 - ε_low, 1 + ε_high))
+    per_token = min(ppo, -A · c) where A < 0 (dual-clip), ppo elsewhere
+    loss = aggregate(per_token) + β · aggregate(KL(π ‖ π_ref)) - c_H · aggregate(entropy)
+
+Dual-clip (Ye et al. 2020, "Mastering Complex Control in MOBA Games with Deep Reinforcement Learning",
+arXiv:1912.09729) bounds the loss of a negative-advantage token by ``-A · c`` (``c = clip_ratio_c``, 3 by
+default): PPO's clip leaves ``-A · ratio`` unbounded above for A < 0, so one token whose ratio blew up
+(stale minibatch, a separate sampler) would dominate the batch. The log-ratio clamp keeps ``exp`` finite;
+``k3`` clamps its log-ratio the same way and its value to ``[-K3_CLAMP, K3_CLAMP]``. On-policy
+(ratio near 1) none of these bounds is reached and the numbers equal the plain clipped loss bit for bit.
 
 Variants are entries in small dicts (``AGGREGATIONS``, ``KL_ESTIMATORS``), not branches on strings.
 """
@@ -18,6 +26,12 @@ from dataclasses import dataclass
 import torch
 
 Aggregation = Callable[[torch.Tensor, torch.Tensor, int], torch.Tensor]
+
+LOG_RATIO_CLAMP = 20.0
+"""Bound on ``|log π - log π_old|`` (and on k3's log-ratio) before ``exp``: e^20 ≈ 4.9e8 stays finite in
+fp32 and bf16, e^89 would not. Outside the bound the token's ratio is constant (no gradient through it)."""
+K3_CLAMP = 10.0
+"""Bound on a token's k3 value (k3 ≥ 0, so in effect ``≤ 10``); the unclamped value is ~e^|Δ|."""
 
 
 def token_mean(values: torch.Tensor, mask: torch.Tensor, max_tokens: int) -> torch.Tensor:
@@ -48,8 +62,8 @@ def kl_k1(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
 
 def kl_k3(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
     """Schulman's ``exp(-x) + x - 1`` with ``x = log π - log π_ref``: unbiased, non-negative, low variance."""
-    log_ratio = ref_logp - logp
-    return log_ratio.exp() - log_ratio - 1
+    log_ratio = (ref_logp - logp).clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)
+    return (log_ratio.exp() - log_ratio - 1).clamp(-K3_CLAMP, K3_CLAMP)
 
 
 KL_ESTIMATORS: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {"k1": kl_k1, "k3": kl_k3}
@@ -67,24 +81,48 @@ class LossSettings:
     entropy_coef: float = 0.0
     max_tokens: int = 512
     """Dr.GRPO's constant normaliser (``token_sum_norm``): the longest generation budget per trajectory."""
+    clip_ratio_c: float = 3.0
+    """Dual-clip bound: a token with A < 0 loses at most ``-A · clip_ratio_c`` (must be > 1)."""
+
+
+def clipped_token_loss(log_ratio: torch.Tensor, advantages: torch.Tensor,
+                       settings: LossSettings) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Per-token dual-clipped PPO loss, and where the PPO clip and the dual clip were the terms used.
+
+    ``clipped`` is True where ``-A · clip(ratio)`` is strictly greater than ``-A · ratio`` (so the clipped
+    term, with no gradient, is the one in the loss); ``dual`` is True where A < 0 and the dual bound
+    ``-A · c`` is strictly below the PPO term (so the constant bound is used). Both are False where A = 0.
+    """
+    ratio = log_ratio.clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP).exp()
+    unclipped = -advantages * ratio
+    clipped_term = -advantages * ratio.clamp(1 - settings.clip_low, 1 + settings.clip_high)
+    ppo = torch.maximum(unclipped, clipped_term)
+    bound = -advantages * settings.clip_ratio_c
+    negative = advantages < 0
+    per_token = torch.where(negative, torch.minimum(ppo, bound), ppo)
+    return per_token, clipped_term > unclipped, negative & (ppo > bound)
 
 
 def policy_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tensor, loss_mask: torch.Tensor,
                 settings: LossSettings, *, entropy: torch.Tensor | None = None,
                 ref_logp: torch.Tensor | None = None) -> tuple[torch.Tensor, dict[str, float]]:
-    """The scalar loss to minimise and its diagnostics (clip fraction, KL, entropy, approx-KL to old).
+    """The scalar loss to minimise and its diagnostics (clip fractions, KL, entropy, approx-KL to old).
 
     Args (all (B, T)): current log-probs (with grad), the log-probs the data was sampled with, per-token
     advantages, the loss mask; optionally entropies (with grad) and a reference policy's log-probs.
+
+    ``clip_fraction`` is the fraction of masked tokens (``loss_mask`` 1) where PPO's clipped term
+    ``-A · clip(ratio, 1 - ε_low, 1 + ε_high)`` is strictly greater than ``-A · ratio`` and so is the term
+    used (a ratio outside the range on the side where A pushes it further; A = 0 never counts);
+    ``clip_fraction_dual`` the fraction where the dual-clip bound ``-A · c`` is the term used.
     """
     aggregate = AGGREGATIONS[settings.aggregation]
     mask = loss_mask.float()
-    ratio = torch.exp(logp - old_logp)  # (B, T)
-    clipped = ratio.clamp(1 - settings.clip_low, 1 + settings.clip_high)
-    surrogate = torch.minimum(ratio * advantages, clipped * advantages)
-    loss = aggregate(-surrogate, mask, settings.max_tokens)
+    per_token, clipped, dual = clipped_token_loss(logp - old_logp, advantages, settings)
+    loss = aggregate(per_token, mask, settings.max_tokens)
     metrics = {"pg_loss": float(loss.detach()),
-               "clip_fraction": float(token_mean(((ratio - clipped).abs() > 0).float(), mask, 0)),
+               "clip_fraction": float(token_mean(clipped.float(), mask, 0)),
+               "clip_fraction_dual": float(token_mean(dual.float(), mask, 0)),
                "approx_kl_old": float(token_mean(kl_k3(logp.detach(), old_logp), mask, 0))}
     if ref_logp is not None:
         kl = KL_ESTIMATORS[settings.kl_estimator](logp, ref_logp)

@@ -13,7 +13,7 @@ REPO = Path(__file__).parents[2]
 
 def test_train_runs_a_config_with_overrides_and_reports_held_out_success(tmp_path, tiny_overrides, capsys):
     code = main(["train", "-", *tiny_overrides, "steps=1", "env.max_turns=2", "rollout.tasks_per_step=1",
-                 "rollout.group_size=2", "rollout.max_new_tokens=4", "eval.num_tasks=2", f"out_dir={tmp_path}"])
+                 "rollout.group_size=2", "rollout.max_new_tokens=4", "eval.num_tasks=2", "env.eval_kwargs={split: valid_seen}", f"out_dir={tmp_path}"])
     assert code == 0
     assert "held-out success (valid_seen):" in capsys.readouterr().out.splitlines()[-1]
     assert (tmp_path / "metrics.jsonl").exists() and (tmp_path / "checkpoints" / "latest").exists()
