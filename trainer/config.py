@@ -69,27 +69,59 @@ class PolicyConfig:
 
 @dataclass
 class EnvConfig:
-    """The env trained on and the held-out split it is evaluated on."""
+    """The env trained on and the held-out tasks it is evaluated on.
+
+    The trainer knows no env's make kwargs: ``train_kwargs`` / ``eval_kwargs`` go to
+    :func:`agentgym_envs.make` as given. ``train_split``, ``eval_split``, ``dense_reward`` and ``expert`` are
+    shortcuts for the kwargs of the same name (``split=`` …) that some envs take (Household, Search, Terminal,
+    TextWorld, WebShop); each is passed only when set, and an explicit ``*_kwargs`` entry wins.
+    """
 
     env_id: str = "agentgym/Household-PickPlace-v0"
-    train_split: str = "train"
-    eval_split: str = "valid_seen"
+    train_kwargs: dict[str, Any] = field(default_factory=dict)
+    """Make kwargs of the train env (e.g. ``{split: train, dense_reward: true}`` for Household)."""
+    eval_kwargs: dict[str, Any] = field(default_factory=dict)
+    """Make kwargs of the evaluation env (e.g. ``{split: valid_seen}`` for Household); ``{}`` with an env that
+    has a task list evaluates on the train env's tasks, so set a held-out split where the env has one."""
+    train_split: str = ""
+    """Shortcut for ``train_kwargs.split`` (``""``: not passed; the env's default split)."""
+    eval_split: str = ""
+    """Shortcut for ``eval_kwargs.split`` (``""``: not passed)."""
     protocol: str = "plain"
     max_turns: int = 8
     dense_reward: bool = False
+    """Shortcut for ``train_kwargs.dense_reward: true`` (passed only when true)."""
     system_prompt: str | None = None
     """``None``: the env's recommended prompt; a string replaces it (``""`` drops it: cheaper for tiny models)."""
     train_tasks: int = 0
-    """Train on the first this many tasks of ``train_split`` only (0: all); small sets make easy problems."""
+    """Train on the first this many train tasks only (0: all; for an env without a task list, 0 means
+    ``SEEDED_TRAIN_TASKS`` seeds); small sets make easy problems."""
     task_reminder: bool = False
     """Repeat the instruction after every observation (BC data, rollouts and evaluation alike)."""
     expert: str = ""
-    """Which scripted expert the train env offers behaviour cloning, for envs that have several: passed as
-    the env's ``expert=`` make kwarg (the env's docs list the choices); ``""``: the env's default."""
+    """Shortcut for ``train_kwargs.expert``: which scripted expert the train env offers behaviour cloning,
+    for envs that have several (the env's docs list the choices); ``""``: not passed, the env's default."""
 
     def __post_init__(self) -> None:
         _require(self.max_turns >= 1, f"env.max_turns must be >= 1, got {self.max_turns}")
         _require(self.train_tasks >= 0, f"env.train_tasks must be >= 0 (0: all tasks), got {self.train_tasks}")
+        for name in ("train_kwargs", "eval_kwargs"):
+            value = getattr(self, name)
+            _require(isinstance(value, dict) and all(isinstance(k, str) for k in value),
+                     f"env.{name} must be a mapping of make kwargs (e.g. {{split: train}}), got {value!r}")
+            _require(not {"protocol", "max_turns"} & set(value),
+                     f"env.{name} must not set protocol or max_turns: use env.protocol / env.max_turns")
+
+    def make_kwargs(self, train: bool) -> dict[str, Any]:
+        """The kwargs for :func:`agentgym_envs.make` of the train (or evaluation) env: shortcuts, then the dict."""
+        if not train:
+            return {**({"split": self.eval_split} if self.eval_split else {}), **self.eval_kwargs}
+        shortcuts: dict[str, Any] = {"split": self.train_split} if self.train_split else {}
+        if self.dense_reward:
+            shortcuts["dense_reward"] = True
+        if self.expert:
+            shortcuts["expert"] = self.expert
+        return {**shortcuts, **self.train_kwargs}
 
 
 @dataclass

@@ -12,20 +12,22 @@ killed run resumed from its last checkpoint reproduces the uninterrupted run bit
 from __future__ import annotations
 
 import copy
+import logging
 import time
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from agentgym_envs.core.hooks import has_expert
 from agentgym_envs.policies import SamplingConfig
 
 from .algorithms import CRITIC_ESTIMATORS, AdvantageSettings, estimate, group_by, token_advantages
 from .backends.hf import HFPolicy
 from .bc import behaviour_clone, expert_trajectories
 from .checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
-from .config import TrainConfig, to_dict
-from .episodes import PlaySpec, run_text_episodes, success_rate
+from .config import EnvConfig, TrainConfig, to_dict
+from .episodes import SEEDED_EVAL_TASKS, PlaySpec, run_text_episodes, success_rate
 from .log import JsonlLogger, TensorBoardLogger, summary_line
 from .logprobs import pack, token_logprobs
 from .loss import LossSettings, policy_loss
@@ -33,6 +35,8 @@ from .rollout import RolloutWorker
 from .seeding import TaskSampler, capture_rng, derive_seed, restore_rng
 from .trajectory import Trajectory
 from .value import ValueHead, dense_value_targets, turn_starts
+
+_log = logging.getLogger(__name__)
 
 #: Purposes of derived seeds (stream ids), so that no two uses share random numbers.
 _SAMPLE, _ENV, _BC, _EVAL, _LORA = 1, 2, 3, 4, 5
@@ -61,6 +65,16 @@ def load_model(config: TrainConfig) -> tuple[Any, Any]:
     return model, tokenizer
 
 
+def play_specs(env: EnvConfig) -> tuple[PlaySpec, PlaySpec]:
+    """The train and evaluation specs: the make kwargs are the config's (:meth:`EnvConfig.make_kwargs`), the
+    trainer adds none. An env without a task list gets seeded task ids, train and held-out streams disjoint
+    (:func:`trainer.episodes.task_seed`)."""
+    common = dict(protocol=env.protocol, max_turns=env.max_turns, system_prompt=env.system_prompt,
+                  task_reminder=env.task_reminder)
+    return (PlaySpec(env.env_id, env.make_kwargs(train=True), **common, seed_stream=0),
+            PlaySpec(env.env_id, env.make_kwargs(train=False), **common, seed_stream=1, seeded_tasks=SEEDED_EVAL_TASKS))
+
+
 class Trainer:
     """Owns the policy, optimiser, rollout worker and task sampler of one run (``config.out_dir``)."""
 
@@ -83,15 +97,8 @@ class Trainer:
                           else torch.optim.AdamW(trainable, lr=optim.lr, weight_decay=optim.weight_decay))
         warmup = max(config.optim.warmup_steps, 1)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda s: min(1.0, (s + 1) / warmup))
-        env = config.env
-        kwargs = {"dense_reward": True} if env.dense_reward else {}
-        if env.expert:
-            kwargs["expert"] = env.expert
-        self.train_spec = PlaySpec(env.env_id, {"split": env.train_split, **kwargs}, env.protocol, env.max_turns,
-                                  env.system_prompt, env.task_reminder)
-        self.eval_spec = PlaySpec(env.env_id, {"split": env.eval_split}, env.protocol, env.max_turns, env.system_prompt,
-                                 env.task_reminder)
-        self.sampler = TaskSampler(env.train_tasks or self.train_spec.num_tasks(), config.seed)
+        self.train_spec, self.eval_spec = play_specs(config.env)
+        self.sampler = TaskSampler(config.env.train_tasks or self.train_spec.num_tasks(), config.seed)
         self.ref_model: Any = None
         self.step = 0
         self.bc_done = config.bc.episodes == 0
@@ -144,6 +151,16 @@ class Trainer:
     def warm_up(self) -> dict[str, float]:
         """Behaviour cloning from the scripted expert on ``bc.episodes`` train tasks (once per run)."""
         bc = self.config.bc
+        probe = self.train_spec.make()
+        try:
+            expert = has_expert(probe)
+        finally:
+            probe.close()
+        if not expert:
+            _log.warning("bc skipped: %s has no scripted expert (expert_action()); set bc.episodes=0 to silence this",
+                         self.train_spec.env_id)
+            self.bc_done = True
+            return {"bc_trajectories": 0, "bc_skipped": 1.0}
         tasks = TaskSampler(self.sampler.num_tasks, derive_seed(self.config.seed, _BC)).next(bc.episodes)
         data = expert_trajectories(self.policy, self.train_spec, tasks, seed=derive_seed(self.config.seed, _BC),
                                    explore=bc.explore, max_detours=bc.max_detours)
@@ -154,7 +171,8 @@ class Trainer:
         return {"bc_trajectories": result.trajectories, "bc_first_loss": result.first_loss, "bc_last_loss": result.last_loss}
 
     def evaluate(self) -> dict[str, float]:
-        """Held-out success on ``env.eval_split`` (greedy by default)."""
+        """Held-out success on the evaluation env (``env.eval_kwargs``; seeded held-out tasks for an env without a
+        task list), greedy by default."""
         ev = self.config.eval
         tasks = list(range(self.eval_spec.num_tasks()))[: ev.num_tasks or None] * ev.repeats
         sampling = SamplingConfig(temperature=ev.temperature, max_new_tokens=self.config.rollout.max_new_tokens,
@@ -231,7 +249,10 @@ class Trainer:
         if not trajectories:  # every group had zero variance: nothing to learn (the schedule counts updates)
             return {"updated": 0.0}
         self.model.train()
-        n = self.config.optim.minibatches
+        n = min(self.config.optim.minibatches, len(trajectories))
+        if n < self.config.optim.minibatches:  # an empty minibatch has nothing to pack: fewer, non-empty ones
+            _log.info("optim.minibatches=%d > %d kept trajectories: using %d minibatches this step",
+                      self.config.optim.minibatches, len(trajectories), n)
         chunks = [list(range(len(trajectories)))[i::n] for i in range(n)]
         metrics: dict[str, float] = {}
         # critic targets: GAE returns = advantage + old value, per turn

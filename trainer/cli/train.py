@@ -31,5 +31,5 @@ def run(args: argparse.Namespace) -> int:
         result = trainer.evaluate()
     finally:
         trainer.close()
-    print(f"held-out success ({config.env.eval_split}): {result['eval_success']:.3f} ± {result['eval_success_ci95']:.3f}")
+    print(f"held-out success ({config.env.make_kwargs(train=False).get('split', 'eval env')}): {result['eval_success']:.3f} ± {result['eval_success_ci95']:.3f}")
     return 0
