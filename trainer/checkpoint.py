@@ -12,6 +12,10 @@ bench --policy checkpoint:DIR`` takes any directory) therefore cannot execute an
 that is not such a checkpoint raises :class:`~trainer.errors.CheckpointError` saying what was found.
 Checkpoints of format 1 (which pickled the NumPy RNG state) still load: only the NumPy globals a numeric
 array needs are allowed, and only when they are all the file asks for.
+
+The resolved config is saved in every checkpoint (``state["config"]``), so a resume can tell whether it
+continues the same run: :func:`config_differences` compares it with the current config, minus the keys of
+:data:`RESUME_MAY_DIFFER`, which change how long a run goes or what it reports, not what it trains.
 """
 
 from __future__ import annotations
@@ -30,6 +34,13 @@ from .errors import CheckpointError
 FORMAT = 2
 #: Keys a checkpoint must hold for any use (the trainer's resume needs more, and checks its own).
 REQUIRED = {"model": dict, "config": dict}
+#: Config keys a resume may change without ``--resume``: the run's length (``steps``, to extend it), where it
+#: lives (``out_dir``), how often it checkpoints and evaluates, how it reports (progress bar, TensorBoard), where
+#: tiny artifacts are cached, and ``resume`` itself. Every other key must match the checkpoint's.
+RESUME_MAY_DIFFER = frozenset({"steps", "out_dir", "checkpoint_every", "progress", "tensorboard", "eval.every",
+                               "policy.cache_dir", "resume"})
+#: Stands for a key one side of a comparison does not have.
+ABSENT = "<absent>"
 _ARRAY = "__ndarray__"
 #: The only pickled globals a format-1 checkpoint needs: NumPy's array reconstructor, ndarray and dtype.
 _LEGACY_GLOBALS = ("numpy._core.multiarray._reconstruct", "numpy.core.multiarray._reconstruct", "numpy.ndarray",
@@ -58,6 +69,35 @@ def save_checkpoint(out_dir: str | Path, step: int, state: dict[str, Any], keep:
     for old in older[:max(len(older) - (keep - 1), 0)]:
         shutil.rmtree(old, ignore_errors=True)
     return final
+
+
+def config_differences(saved: dict[str, Any], current: dict[str, Any],
+                       defaults: dict[str, Any] | None = None) -> dict[str, tuple[Any, Any]]:
+    """``{dotted key: (saved value, current value)}`` for every key outside :data:`RESUME_MAY_DIFFER` that differs.
+
+    A key the saved config lacks (a checkpoint older than the field) counts as its value in ``defaults``, so
+    adding a config field does not orphan existing runs; a key only one side has otherwise shows as :data:`ABSENT`.
+    """
+    old, new, base = _flatten(saved), _flatten(current), _flatten(defaults or {})
+    diffs = {}
+    for key in sorted(old.keys() | new.keys()):
+        if key in RESUME_MAY_DIFFER:
+            continue
+        was, now = old.get(key, base.get(key, ABSENT)), new.get(key, ABSENT)
+        if was != now:
+            diffs[key] = (was, now)
+    return diffs
+
+
+def _flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested dicts as one dict of dotted keys (``{"optim": {"lr": 1}}`` -> ``{"optim.lr": 1}``)."""
+    flat: dict[str, Any] = {}
+    for key, value in tree.items():
+        if isinstance(value, dict) and value:
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = list(value) if isinstance(value, tuple) else value
+    return flat
 
 
 def latest_checkpoint(out_dir: str | Path) -> Path | None:

@@ -269,6 +269,9 @@ class TrainConfig:
     """Show a rich progress bar on a terminal."""
     tensorboard: bool = False
     """Also write every logged number as TensorBoard scalars under ``<out_dir>/tensorboard``."""
+    resume: bool = False
+    """Resume the checkpoint in ``out_dir`` even if its config differs (``agentgym train --resume``); the
+    differing keys are logged. Without it a resume under a changed config is refused (docs/trainer.md)."""
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     env: EnvConfig = field(default_factory=EnvConfig)
     rollout: RolloutConfig = field(default_factory=RolloutConfig)

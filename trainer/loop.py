@@ -25,8 +25,9 @@ from agentgym_envs.policies import SamplingConfig
 from .algorithms import CRITIC_ESTIMATORS, AdvantageSettings, estimate, group_by, token_advantages
 from .backends.hf import HFPolicy
 from .bc import behaviour_clone, expert_trajectories
-from .checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from .checkpoint import config_differences, latest_checkpoint, load_checkpoint, save_checkpoint
 from .config import EnvConfig, TrainConfig, to_dict
+from .errors import CheckpointError
 from .episodes import SEEDED_EVAL_TASKS, PlaySpec, run_text_episodes, success_rate
 from .log import JsonlLogger, TensorBoardLogger, summary_line
 from .logprobs import pack, token_logprobs
@@ -129,12 +130,26 @@ class Trainer:
     def save(self) -> Path:
         return save_checkpoint(self.config.out_dir, self.step, self.state_dict())
 
-    def resume(self) -> bool:
-        """Load the latest checkpoint of ``out_dir`` if there is one; returns whether it did."""
+    def resume(self, force: bool | None = None) -> bool:
+        """Load the latest checkpoint of ``out_dir`` if there is one; returns whether it did.
+
+        The checkpoint must have been written under this config (minus the keys of
+        :data:`~trainer.checkpoint.RESUME_MAY_DIFFER`), or :class:`CheckpointError` names each differing
+        key; ``force`` (default ``config.resume``) resumes anyway and logs the differences.
+        """
         path = latest_checkpoint(self.config.out_dir)
         if path is None:
             return False
-        self.load_state_dict(load_checkpoint(path))
+        state = load_checkpoint(path)
+        diffs = config_differences(state["config"], to_dict(self.config), to_dict(TrainConfig()))
+        listed = "; ".join(f"{key}: expected {was!r} (the checkpoint's), got {now!r}" for key, (was, now) in diffs.items())
+        if diffs and not (self.config.resume if force is None else force):
+            raise CheckpointError(f"{path} was written under a different config, so resuming it would not continue "
+                                  f"the same run: {listed}. Start a fresh run with a new out_dir, or pass --resume "
+                                  "(resume=true) to continue this one under the new config")
+        if diffs:
+            _log.warning("resuming %s under a changed config (resume=true): %s", path, listed)
+        self.load_state_dict(state)
         return True
 
     def _critic_parameters(self) -> list[torch.nn.Parameter]:
@@ -316,6 +331,9 @@ class Trainer:
 
 def fit(trainer: Trainer, *, stop_after: int | None = None, echo: Any = print) -> list[dict[str, Any]]:
     """Run ``trainer`` from wherever its checkpoint left it to ``config.steps``, logging every step.
+
+    A checkpoint in ``out_dir`` is resumed only if its config matches (:meth:`Trainer.resume`); a changed
+    config raises :class:`CheckpointError` unless ``config.resume`` is set.
 
     ``stop_after`` ends the call after that many updates in this process (tests use it to simulate a kill).
     Returns the records logged in this call.
