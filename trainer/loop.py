@@ -22,7 +22,7 @@ import torch
 from agentgym_envs.core.hooks import has_expert
 from agentgym_envs.policies import SamplingConfig
 
-from .algorithms import CRITIC_ESTIMATORS, AdvantageSettings, estimate, group_by, token_advantages
+from .algorithms import CRITIC_ESTIMATORS, AdvantageSettings, estimate, group_by
 from .backends.hf import HFPolicy
 from .bc import behaviour_clone, expert_trajectories
 from .checkpoint import config_differences, latest_checkpoint, load_checkpoint, save_checkpoint
@@ -30,12 +30,13 @@ from .config import EnvConfig, TrainConfig, to_dict
 from .errors import CheckpointError
 from .episodes import SEEDED_EVAL_TASKS, PlaySpec, run_text_episodes, success_rate
 from .log import JsonlLogger, TensorBoardLogger, summary_line
-from .logprobs import pack, token_logprobs
-from .loss import LossSettings, policy_loss
+from .device import place_model, resolve_device, resolve_dtype
+from .logprobs import pack
 from .rollout import RolloutWorker
 from .seeding import TaskSampler, capture_rng, derive_seed, restore_rng
 from .trajectory import Trajectory
-from .value import ValueHead, dense_value_targets, turn_starts
+from .update import rl_update
+from .value import ValueHead, turn_starts
 
 _log = logging.getLogger(__name__)
 
@@ -83,6 +84,9 @@ class Trainer:
         self.config = config
         torch.set_num_threads(config.policy.threads)
         model, tokenizer = load_model(config)
+        self.device = resolve_device(config.policy.device)
+        model = place_model(model, self.device, resolve_dtype(config.policy.dtype),
+                            gradient_checkpointing=config.policy.gradient_checkpointing)
         self.policy = HFPolicy(model, tokenizer)
         self.model = model
         self.rollout_policy: Any = self.policy  # what samples: the HF policy itself, or a vLLM engine kept in sync
@@ -91,7 +95,8 @@ class Trainer:
             from .backends.vllm import VLLMPolicy
 
             self.rollout_policy = VLLMPolicy.from_model(model, tokenizer)
-        self.value_head = ValueHead(model.config.hidden_size) if config.algorithm.estimator in CRITIC_ESTIMATORS else None
+        self.value_head = (ValueHead(model.config.hidden_size).to(self.device)
+                           if config.algorithm.estimator in CRITIC_ESTIMATORS else None)
         trainable = [p for p in model.parameters() if p.requires_grad] + self._critic_parameters()
         optim = config.optim
         self.optimizer = (torch.optim.SGD(trainable, lr=optim.lr, weight_decay=optim.weight_decay) if optim.name == "sgd"
@@ -248,7 +253,7 @@ class Trainer:
     def _read_critic(self, trajectories: list[Trajectory]) -> None:
         """Set each trajectory's ``turn_values`` from the value head (before the update: the "old" values)."""
         segments = [s for t in trajectories for s in t.segments]
-        batch = pack(segments, self.policy.pad_id)
+        batch = pack(segments, self.policy.pad_id, device=self.device)
         hidden = self.model.get_decoder()(input_ids=batch.input_ids, attention_mask=batch.attention_mask).last_hidden_state
         values = self.value_head(hidden)  # (B, T)
         row = iter(range(len(segments)))
@@ -257,60 +262,8 @@ class Trainer:
             t.turn_values = [by_turn[k] for k in range(t.num_turns)]
 
     def update(self, trajectories: list[Trajectory], advantages: list[list[float]]) -> dict[str, float]:
-        """One pass of ``optim.minibatches`` gradient steps over the batch (``advantages``: per turn).
-
-        Each token segment of an episode (one unless its history was folded) is a row of its own.
-        """
-        if not trajectories:  # every group had zero variance: nothing to learn (the schedule counts updates)
-            return {"updated": 0.0}
-        self.model.train()
-        n = min(self.config.optim.minibatches, len(trajectories))
-        if n < self.config.optim.minibatches:  # an empty minibatch has nothing to pack: fewer, non-empty ones
-            _log.info("optim.minibatches=%d > %d kept trajectories: using %d minibatches this step",
-                      self.config.optim.minibatches, len(trajectories), n)
-        chunks = [list(range(len(trajectories)))[i::n] for i in range(n)]
-        metrics: dict[str, float] = {}
-        # critic targets: GAE returns = advantage + old value, per turn
-        returns = None if self.value_head is None else [
-            [a + v for a, v in zip(adv, t.turn_values)] for t, adv in zip(trajectories, advantages)]
-        for k, chunk in enumerate(chunks):
-            rows = [(s, i) for i in chunk for s in trajectories[i].segments]
-            batch = pack([s for s, _ in rows], self.policy.pad_id, [token_advantages(s, advantages[i]) for s, i in rows],
-                         value_targets=None if returns is None else [dense_value_targets(s, returns[i]) for s, i in rows])
-            step_metrics = self._gradient_step(batch)
-            if k == 0:
-                metrics.update(step_metrics)
-        self.weights_changed()
-        self.scheduler.step()
-        return {**metrics, "updated": 1.0, "lr": self.scheduler.get_last_lr()[0]}
-
-    def _gradient_step(self, batch) -> dict[str, float]:
-        c = self.config
-        logp, entropy, hidden = token_logprobs(self.model, batch, temperature=c.rollout.temperature or 1.0,
-                                               backend=c.loss.kernel_backend, return_hidden=True)
-        ref_logp = None
-        if self.ref_model is not None:
-            with torch.no_grad():
-                ref_logp, _ = token_logprobs(self.ref_model, batch, temperature=c.rollout.temperature or 1.0)
-        settings = LossSettings(c.loss.clip_low, c.loss.clip_high, c.loss.aggregation, c.loss.kl_coef,
-                                c.loss.kl_estimator, c.loss.entropy_coef, c.rollout.max_new_tokens * c.env.max_turns,
-                                clip_ratio_c=c.loss.clip_ratio_c)
-        loss, metrics = policy_loss(logp, batch.sampling_logprobs, batch.advantages, batch.loss_mask, settings,
-                                    entropy=entropy, ref_logp=ref_logp)
-        if self.value_head is not None:
-            has_target = ~torch.isnan(batch.value_targets)  # (B, T)
-            value_loss = ((self.value_head(hidden[has_target]) - batch.value_targets[has_target]) ** 2).mean()
-            loss = loss + c.algorithm.value_coef * value_loss
-            metrics["value_loss"] = float(value_loss.detach())
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        params = [p for p in self.model.parameters() if p.requires_grad] + self._critic_parameters()
-        grad_norm = torch.nn.utils.clip_grad_norm_(params, c.optim.grad_clip)
-        self.optimizer.step()
-        gap = ((logp.detach() - batch.sampling_logprobs).abs() * batch.loss_mask)
-        return {**metrics, "loss": float(loss.detach()), "grad_norm": float(grad_norm),
-                "logprob_gap_mean": float(gap.sum() / batch.loss_mask.sum()), "logprob_gap_max": float(gap.max()),
-                "train_tokens": float(batch.num_tokens)}
+        """One RL update from the kept trajectories and their per-turn advantages (:func:`trainer.update.rl_update`)."""
+        return rl_update(self, trajectories, advantages)
 
     def train_step(self) -> dict[str, float]:
         start = time.perf_counter()

@@ -1,0 +1,73 @@
+"""Where the trainer's tensors live and in which dtype: ``policy.device``, ``policy.dtype``, checkpointing.
+
+``auto`` means CUDA when ``torch.cuda.is_available()`` (``cuda:$LOCAL_RANK`` under ``torchrun``, so each
+rank takes its own GPU), else the CPU. The weights take ``policy.dtype``; the log-prob, loss and value
+maths upcast to float32 whatever it is (:mod:`trainer.kernels.torch_chunked`, the Triton kernel, the value
+head, the sampler's log-softmax), so bf16 changes the forward's rounding, not the loss's arithmetic.
+
+>>> resolve_device("cpu"), resolve_dtype("bfloat16")
+(device(type='cpu'), torch.bfloat16)
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+import torch
+
+from .errors import ConfigError
+
+DTYPES: dict[str, torch.dtype] = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+"""``policy.dtype`` names and the weight dtype each gives."""
+
+_DEVICE = re.compile(r"auto|cpu|cuda(:\d+)?")
+
+
+def check_device(name: str) -> None:
+    """Raise :class:`ConfigError` unless ``name`` is ``auto``, ``cpu``, ``cuda`` or ``cuda:N``."""
+    if not isinstance(name, str) or not _DEVICE.fullmatch(name):
+        raise ConfigError(f"policy.device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {name!r}")
+
+
+def resolve_device(name: str, *, cuda_available: bool | None = None, local_rank: str | None = None) -> torch.device:
+    """The ``torch.device`` that ``policy.device`` names; ``auto`` picks CUDA when present.
+
+    ``cuda_available`` / ``local_rank`` default to ``torch.cuda.is_available()`` / ``$LOCAL_RANK`` (tests
+    pass them to check the decision without a GPU). An explicit ``cuda`` without CUDA raises ConfigError.
+    """
+    check_device(name)
+    available = torch.cuda.is_available() if cuda_available is None else cuda_available
+    rank = os.environ.get("LOCAL_RANK") if local_rank is None else local_rank
+    if name == "auto":
+        return torch.device(f"cuda:{int(rank)}" if rank else "cuda") if available else torch.device("cpu")
+    if name.startswith("cuda") and not available:
+        raise ConfigError(f"policy.device={name!r} needs CUDA, but torch.cuda.is_available() is False; "
+                          "use policy.device=cpu (or auto)")
+    return torch.device(name)
+
+
+def resolve_dtype(name: str) -> torch.dtype:
+    """The weight dtype ``policy.dtype`` names."""
+    if name not in DTYPES:
+        raise ConfigError(f"policy.dtype must be one of {', '.join(DTYPES)}, got {name!r}")
+    return DTYPES[name]
+
+
+def place_model(model: Any, device: torch.device, dtype: torch.dtype, *, gradient_checkpointing: bool = False) -> Any:
+    """Move ``model`` to ``device`` in ``dtype`` and, if asked, turn on non-reentrant gradient checkpointing.
+
+    With ``peft`` adapters the frozen embedding's output gets ``requires_grad`` (``enable_input_require_grads``)
+    so the checkpointed blocks still see an input that needs grad. A model without HF's checkpointing support
+    raises :class:`ConfigError` saying so.
+    """
+    model = model.to(device=device, dtype=dtype)
+    if gradient_checkpointing:
+        if not getattr(model, "supports_gradient_checkpointing", False) and not hasattr(model, "get_base_model"):
+            raise ConfigError(f"policy.gradient_checkpointing=true: {type(model).__name__} does not support HF "
+                              "gradient checkpointing; set policy.gradient_checkpointing=false")
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        if hasattr(model, "get_base_model"):  # peft: the frozen base's embeddings would cut the graph
+            model.enable_input_require_grads()
+    return model
