@@ -16,16 +16,24 @@ default): PPO's clip leaves ``-A · ratio`` unbounded above for A < 0, so one to
 (ratio near 1) none of these bounds is reached and the numbers equal the plain clipped loss bit for bit.
 
 Variants are entries in small dicts (``AGGREGATIONS``, ``KL_ESTIMATORS``), not branches on strings.
+
+Gradient accumulation and data parallelism: each aggregation is a sum over tokens (or rows) divided by a
+count of the whole batch (:class:`BatchCounts`: sampled tokens, rows, critic targets). :func:`batch_counts`
+counts a batch once, through :func:`global_sum` (identity, or an all-reduce SUM across the ranks of an
+initialised ``torch.distributed`` group); a micro-batch's loss computed with those counts is its *share*
+of the whole batch's loss, so summing the shares' gradients (``backward`` per micro-batch, and SUM across
+ranks, not DDP's mean) gives exactly the gradient of the whole batch in one forward. A row is one token
+segment (an episode, a folded part of one, or a turn in turn mode), so ``sequence_mean`` averages over
+segments.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
 
-Aggregation = Callable[[torch.Tensor, torch.Tensor, int], torch.Tensor]
 
 LOG_RATIO_CLAMP = 20.0
 """Bound on ``|log π - log π_old|`` (and on k3's log-ratio) before ``exp``: e^20 ≈ 4.9e8 stays finite in
@@ -34,20 +42,67 @@ K3_CLAMP = 10.0
 """Bound on a token's k3 value (k3 ≥ 0, so in effect ``≤ 10``); the unclamped value is ~e^|Δ|."""
 
 
-def token_mean(values: torch.Tensor, mask: torch.Tensor, max_tokens: int) -> torch.Tensor:
+@dataclass(frozen=True)
+class BatchCounts:
+    """What the aggregations divide by, counted over a whole batch (all its micro-batches, all ranks)."""
+
+    tokens: float
+    """Sampled tokens (``loss_mask`` 1)."""
+    rows: float
+    """Rows: token segments, the "sequences" of ``sequence_mean`` and the B of ``token_sum_norm``."""
+    value_targets: float = 0.0
+    """Positions with a critic target (PPO's value loss is their mean)."""
+
+
+def global_sum(values: torch.Tensor) -> torch.Tensor:
+    """``values`` summed over the ranks of the default ``torch.distributed`` group; itself when there is none.
+
+    Every rank must call it the same number of times (it is a collective), with a tensor on the backend's
+    device (CPU for gloo, CUDA for nccl)."""
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        values = values.clone()
+        torch.distributed.all_reduce(values, op=torch.distributed.ReduceOp.SUM)
+    return values
+
+
+def batch_counts(loss_masks: Sequence[torch.Tensor], value_targets: Sequence[torch.Tensor | None] = (), *,
+                 reduce: Callable[[torch.Tensor], torch.Tensor] = global_sum) -> BatchCounts:
+    """The normalisers of a whole batch given as its micro-batches: sampled tokens and rows of each
+    ``loss_masks[i]`` (B_i, T_i), critic targets of each ``value_targets[i]`` (B_i, T_i, NaN where none),
+    summed over the micro-batches and then by ``reduce`` (:func:`global_sum`: across ranks, one collective)."""
+    local = torch.zeros(3, dtype=torch.float64, device=loss_masks[0].device)
+    for mask in loss_masks:
+        local[0] += mask.sum()
+        local[1] += mask.shape[0]
+    for targets in value_targets:
+        if targets is not None:
+            local[2] += (~torch.isnan(targets)).sum()
+    tokens, rows, target_count = reduce(local).tolist()
+    return BatchCounts(tokens, rows, target_count)
+
+
+def _counted(mask: torch.Tensor, counts: BatchCounts | None) -> BatchCounts:
+    """``counts``, or this mask's own (a batch in one forward on one rank)."""
+    return counts if counts is not None else batch_counts([mask], reduce=lambda t: t)
+
+
+def token_mean(values: torch.Tensor, mask: torch.Tensor, max_tokens: int, counts: BatchCounts | None = None) -> torch.Tensor:
     """DAPO's token-level mean: every sampled token of the batch weighs the same (long replies count more)."""
-    return (values * mask).sum() / mask.sum().clamp(min=1)
+    return (values * mask).sum() / max(_counted(mask, counts).tokens, 1.0)
 
 
-def sequence_mean(values: torch.Tensor, mask: torch.Tensor, max_tokens: int) -> torch.Tensor:
-    """GRPO's original: the mean over tokens of each sequence, then over sequences."""
+def sequence_mean(values: torch.Tensor, mask: torch.Tensor, max_tokens: int, counts: BatchCounts | None = None) -> torch.Tensor:
+    """GRPO's original: the mean over tokens of each sequence (row), then over the batch's rows."""
     per_sequence = (values * mask).sum(-1) / mask.sum(-1).clamp(min=1)  # (B,)
-    return per_sequence.mean()
+    return per_sequence.sum() / max(_counted(mask, counts).rows, 1.0)
 
 
-def token_sum_norm(values: torch.Tensor, mask: torch.Tensor, max_tokens: int) -> torch.Tensor:
+def token_sum_norm(values: torch.Tensor, mask: torch.Tensor, max_tokens: int, counts: BatchCounts | None = None) -> torch.Tensor:
     """Dr.GRPO: token sum divided by a constant (B × max_tokens), so length does not bias the gradient."""
-    return (values * mask).sum() / (values.shape[0] * max_tokens)
+    return (values * mask).sum() / (max(_counted(mask, counts).rows, 1.0) * max_tokens)
+
+
+Aggregation = Callable[[torch.Tensor, torch.Tensor, int, BatchCounts | None], torch.Tensor]
 
 
 AGGREGATIONS: dict[str, Aggregation] = {
@@ -105,34 +160,42 @@ def clipped_token_loss(log_ratio: torch.Tensor, advantages: torch.Tensor,
 
 def policy_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tensor, loss_mask: torch.Tensor,
                 settings: LossSettings, *, entropy: torch.Tensor | None = None,
-                ref_logp: torch.Tensor | None = None) -> tuple[torch.Tensor, dict[str, float]]:
+                ref_logp: torch.Tensor | None = None,
+                counts: BatchCounts | None = None) -> tuple[torch.Tensor, dict[str, float]]:
     """The scalar loss to minimise and its diagnostics (clip fractions, KL, entropy, approx-KL to old).
 
     Args (all (B, T)): current log-probs (with grad), the log-probs the data was sampled with, per-token
     advantages, the loss mask; optionally entropies (with grad) and a reference policy's log-probs.
+    ``counts``: the normalisers of the whole batch this is a micro-batch of (:func:`batch_counts`); then
+    the loss and every metric are this micro-batch's share, and summing them over the micro-batches gives
+    the whole batch's. ``None``: this is the whole batch.
 
     ``clip_fraction`` is the fraction of masked tokens (``loss_mask`` 1) where PPO's clipped term
     ``-A · clip(ratio, 1 - ε_low, 1 + ε_high)`` is strictly greater than ``-A · ratio`` and so is the term
     used (a ratio outside the range on the side where A pushes it further; A = 0 never counts);
     ``clip_fraction_dual`` the fraction where the dual-clip bound ``-A · c`` is the term used.
     """
-    aggregate = AGGREGATIONS[settings.aggregation]
     mask = loss_mask.float()
+    counts = _counted(mask, counts)
+
+    def aggregate(values: torch.Tensor) -> torch.Tensor:
+        return AGGREGATIONS[settings.aggregation](values, mask, settings.max_tokens, counts)
+
     per_token, clipped, dual = clipped_token_loss(logp - old_logp, advantages, settings)
-    loss = aggregate(per_token, mask, settings.max_tokens)
+    loss = aggregate(per_token)
     metrics = {"pg_loss": float(loss.detach()),
-               "clip_fraction": float(token_mean(clipped.float(), mask, 0)),
-               "clip_fraction_dual": float(token_mean(dual.float(), mask, 0)),
-               "approx_kl_old": float(token_mean(kl_k3(logp.detach(), old_logp), mask, 0))}
+               "clip_fraction": float(token_mean(clipped.float(), mask, 0, counts)),
+               "clip_fraction_dual": float(token_mean(dual.float(), mask, 0, counts)),
+               "approx_kl_old": float(token_mean(kl_k3(logp.detach(), old_logp), mask, 0, counts))}
     if ref_logp is not None:
         kl = KL_ESTIMATORS[settings.kl_estimator](logp, ref_logp)
-        kl_value = aggregate(kl, mask, settings.max_tokens)
+        kl_value = aggregate(kl)
         metrics["kl_ref"] = float(kl_value.detach())
         if settings.kl_coef:
             loss = loss + settings.kl_coef * kl_value
     if entropy is not None:
-        entropy_value = aggregate(entropy, mask, settings.max_tokens)
-        metrics["entropy"] = float(token_mean(entropy.detach(), mask, 0))
+        entropy_value = aggregate(entropy)
+        metrics["entropy"] = float(token_mean(entropy.detach(), mask, 0, counts))
         if settings.entropy_coef:
             loss = loss - settings.entropy_coef * entropy_value
     return loss, metrics

@@ -30,7 +30,7 @@ import torch
 
 from .torch_chunked import DEFAULT_CHUNK, linear_logprob_entropy_torch
 
-__all__ = ["BACKENDS", "linear_logprob_entropy", "resolve_backend"]
+__all__ = ["BACKENDS", "linear_logprob_entropy", "pick_backend", "resolve_backend"]
 
 BACKENDS = ("auto", "torch", "triton", "naive")
 
@@ -80,8 +80,17 @@ def triton_available() -> bool:
 
 def resolve_backend(backend: str, hidden: torch.Tensor) -> str:
     """``"auto"`` → ``"triton"`` for CUDA tensors when Triton is installed, else ``"torch"``."""
+    return pick_backend(backend, on_cuda=hidden.is_cuda, has_triton=triton_available())
+
+
+def pick_backend(backend: str, *, on_cuda: bool, has_triton: bool) -> str:
+    """The backend that runs, from the asked one and the facts (pure, so the CUDA decision is testable anywhere).
+
+    >>> pick_backend("auto", on_cuda=True, has_triton=True), pick_backend("auto", on_cuda=False, has_triton=True)
+    ('triton', 'torch')
+    """
     if backend == "auto":
-        return "triton" if hidden.is_cuda and triton_available() else "torch"
-    if backend == "triton" and not triton_available():
+        return "triton" if on_cuda and has_triton else "torch"
+    if backend == "triton" and not has_triton:
         raise ValueError("backend='triton' needs the triton package (pip install triton); use backend='torch'")
     return backend
