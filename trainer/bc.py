@@ -2,8 +2,10 @@
 
 Expert episodes are turned into trajectories with the same :class:`~trainer.trajectory.TrajectoryBuilder`
 that rollouts use (each reply is ``encode(reply) + [end-of-turn]``, loss-masked in), so BC trains on
-exactly the token layout the policy later samples in. The loss is the mean negative log-likelihood of
-the replies' tokens, computed with the chunked log-prob path.
+exactly the token layout the policy later samples in, in the rollout's sample unit: one sequence per
+episode, or (``turn_window`` set, turn mode) one segment per turn from the last ``turn_window`` turns. The
+loss is the mean negative log-likelihood of the replies' tokens over every segment, computed with the
+chunked log-prob path.
 """
 
 from __future__ import annotations
@@ -31,11 +33,14 @@ class BCResult:
     last_loss: float
 
 
-def expert_trajectory(policy: HFPolicy, episode: TextEpisode, unlabeled_turns: frozenset[int] = frozenset()) -> Trajectory:
+def expert_trajectory(policy: HFPolicy, episode: TextEpisode, unlabeled_turns: frozenset[int] = frozenset(),
+                      turn_window: int | None = None) -> Trajectory:
     """The token trajectory of a text episode, as if the policy had sampled the expert's replies.
 
     The replies of ``unlabeled_turns`` (the exploring expert's detours) stay in the context but get
     ``loss_mask`` 0: BC learns the expert's action in the states they lead to, not the detours themselves.
+    ``turn_window`` set (turn mode): every turn is a segment of its own, prompted with the last
+    ``turn_window`` turns, exactly as :class:`~trainer.rollout.RolloutWorker` builds them.
     """
     history = episode.history
     builder = TrajectoryBuilder(policy, episode_messages(history.system_prompt, history.first_observation, []),
@@ -46,12 +51,17 @@ def expert_trajectory(policy: HFPolicy, episode: TextEpisode, unlabeled_turns: f
         builder.add_reply(Completion(reply, ids, [0.0] * len(ids)), state_key="")
         builder.record_step(episode.rewards[k])
         if k + 1 < len(history.turns):
-            builder.add_observation(episode_messages(history.system_prompt, history.first_observation,
-                                                     history.turns[:k + 1]))
+            messages = episode_messages(history.system_prompt, history.first_observation, history.turns[:k + 1],
+                                        window=turn_window)
+            if turn_window is None:
+                builder.add_observation(messages)
+            else:
+                builder.fold(messages)
     trajectory = builder.finish("terminated", won=episode.won)
-    for i, turn in enumerate(trajectory.token_turns):
-        if turn in unlabeled_turns:
-            trajectory.loss_mask[i], trajectory.token_turns[i] = 0, -1
+    for segment in trajectory.segments:
+        for i, turn in enumerate(segment.token_turns):
+            if turn in unlabeled_turns:
+                segment.loss_mask[i], segment.token_turns[i] = 0, -1
     return trajectory
 
 
@@ -109,9 +119,9 @@ class ExploringExpertPolicy(EnvSidePolicy):
 
 
 def expert_trajectories(policy: HFPolicy, spec: PlaySpec, tasks: Sequence[int], seed: int, *,
-                        explore: float = 0.0, max_detours: int = 2) -> list[Trajectory]:
+                        explore: float = 0.0, max_detours: int = 2, turn_window: int | None = None) -> list[Trajectory]:
     """Won expert episodes on ``tasks`` as trajectories (64 envs at a time); ``explore > 0`` uses the
-    :class:`ExploringExpertPolicy`."""
+    :class:`ExploringExpertPolicy`; ``turn_window`` set builds turn samples (:func:`expert_trajectory`)."""
     out = []
     for start in range(0, len(tasks), 64):
         expert = (ExploringExpertPolicy(spec.protocol, explore=explore, max_detours=max_detours) if explore > 0
@@ -119,7 +129,7 @@ def expert_trajectories(policy: HFPolicy, spec: PlaySpec, tasks: Sequence[int], 
         episodes = run_text_episodes(expert, spec, tasks[start:start + 64],
                                      seed=seed + start, sampling=SamplingConfig(seed=seed + start))
         unlabeled = expert.detour_turns() if isinstance(expert, ExploringExpertPolicy) else [frozenset()] * len(episodes)
-        out += [expert_trajectory(policy, e, u) for e, u in zip(episodes, unlabeled) if e.won]
+        out += [expert_trajectory(policy, e, u, turn_window) for e, u in zip(episodes, unlabeled) if e.won]
     return out
 
 
@@ -135,7 +145,7 @@ def behaviour_clone(policy: HFPolicy, trajectories: Sequence[Trajectory], *, epo
     for _ in range(epochs):
         order = torch.randperm(len(trajectories), generator=generator).tolist()
         for start in range(0, len(order), batch_size):
-            batch = pack([trajectories[i] for i in order[start:start + batch_size]], policy.pad_id)
+            batch = pack([s for i in order[start:start + batch_size] for s in trajectories[i].segments], policy.pad_id)
             logp, _ = token_logprobs(model, batch, backend=kernel_backend)  # (B, T)
             loss = -(logp * batch.loss_mask).sum() / batch.loss_mask.sum()
             optimizer.zero_grad(set_to_none=True)

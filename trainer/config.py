@@ -154,6 +154,14 @@ class RolloutConfig:
     fold_keep_turns: int = 0
     """History folding: > 0 re-renders an episode that outgrows the budget with only its last this-many
     turns (the first observation stays) and continues it in a new token segment; 0 ends it instead."""
+    sample_unit: str = "auto"
+    """What one training sample is: ``episode`` (the whole episode as one token sequence; needs a template
+    whose rendering of each turn extends the last), ``turn`` (each turn its own sample: system prompt, first
+    observation and the last ``turn_window`` turns as the template renders them, then the sampled ids;
+    verl-agent/GiGPO style) or ``auto`` (episode where the template keeps past turns verbatim, turn where it
+    rewrites them, e.g. Qwen3 dropping past ``<think>``; probed once per run and logged)."""
+    turn_window: int = 4
+    """Turn mode: how many past turns each prompt shows (>= 1); bounds the memory per sample."""
     mode: str = "thread"
     """Vector-env workers: ``thread`` or ``process``."""
     invalid_penalty: float = 0.0
@@ -164,6 +172,9 @@ class RolloutConfig:
         _require(self.tasks_per_step >= 1, f"rollout.tasks_per_step must be >= 1, got {self.tasks_per_step}")
         _require(self.group_size >= 2, f"rollout.group_size must be >= 2 for group-relative advantages, got {self.group_size}")
         _require(self.fold_keep_turns >= 0, f"rollout.fold_keep_turns must be >= 0 (0: no folding), got {self.fold_keep_turns}")
+        _require(self.sample_unit in ("episode", "turn", "auto"),
+                 f"rollout.sample_unit must be 'episode', 'turn' or 'auto', got {self.sample_unit!r}")
+        _require(self.turn_window >= 1, f"rollout.turn_window must be >= 1 (past turns shown in turn mode), got {self.turn_window}")
         _require(self.max_context_tokens > self.max_new_tokens,
                  f"rollout.max_context_tokens ({self.max_context_tokens}) must exceed max_new_tokens ({self.max_new_tokens})")
 

@@ -32,7 +32,7 @@ from .episodes import SEEDED_EVAL_TASKS, PlaySpec, run_text_episodes, success_ra
 from .log import JsonlLogger, TensorBoardLogger, summary_line
 from .device import place_model, resolve_device, resolve_dtype
 from .logprobs import pack
-from .rollout import RolloutWorker
+from .rollout import RolloutWorker, resolve_sample_unit
 from .seeding import TaskSampler, capture_rng, derive_seed, restore_rng
 from .trajectory import Trajectory
 from .update import rl_update
@@ -104,6 +104,8 @@ class Trainer:
         warmup = max(config.optim.warmup_steps, 1)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda s: min(1.0, (s + 1) / warmup))
         self.train_spec, self.eval_spec = play_specs(config.env)
+        # what one training sample is (rollouts and BC alike): probed once, logged (trainer/rollout.py)
+        self.sample_unit = resolve_sample_unit(self.policy, config.rollout.sample_unit, config.rollout.turn_window)
         self.sampler = TaskSampler(config.env.train_tasks or self.train_spec.num_tasks(), config.seed)
         self.ref_model: Any = None
         self.step = 0
@@ -183,7 +185,8 @@ class Trainer:
             return {"bc_trajectories": 0, "bc_skipped": 1.0}
         tasks = TaskSampler(self.sampler.num_tasks, derive_seed(self.config.seed, _BC)).next(bc.episodes)
         data = expert_trajectories(self.policy, self.train_spec, tasks, seed=derive_seed(self.config.seed, _BC),
-                                   explore=bc.explore, max_detours=bc.max_detours)
+                                   explore=bc.explore, max_detours=bc.max_detours,
+                                   turn_window=self.config.rollout.turn_window if self.sample_unit == "turn" else None)
         result = behaviour_clone(self.policy, data, epochs=bc.epochs, batch_size=bc.batch_size, lr=bc.lr,
                                  seed=derive_seed(self.config.seed, _BC, 1), kernel_backend=self.config.loss.kernel_backend)
         self.bc_done = True
@@ -206,7 +209,8 @@ class Trainer:
         if self._worker is None:
             self._worker = RolloutWorker(self.train_spec, tasks_per_batch=r.tasks_per_step, group_size=r.group_size,
                                          max_context_tokens=r.max_context_tokens, mode=r.mode,
-                                         invalid_penalty=r.invalid_penalty, fold_keep_turns=r.fold_keep_turns)
+                                         invalid_penalty=r.invalid_penalty, fold_keep_turns=r.fold_keep_turns,
+                                         sample_unit=self.sample_unit, turn_window=r.turn_window)
         sampling = SamplingConfig(temperature=r.temperature, top_p=r.top_p, max_new_tokens=r.max_new_tokens,
                                   seed=derive_seed(self.config.seed, _SAMPLE, self.step))
         sync_start = time.perf_counter()

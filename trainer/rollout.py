@@ -11,10 +11,18 @@ A context budget bounds each episode: when the next prompt plus ``max_new_tokens
 with ``fold_keep_turns`` > 0, its history is folded to the last ``fold_keep_turns`` turns (the first
 observation stays, with a note of how many turns were left out) and it goes on in a new token segment
 (:meth:`~trainer.trajectory.TrajectoryBuilder.fold`).
+
+``sample_unit`` says what one training sample is. ``"episode"``: the whole episode is one token sequence
+(prefix extension checked every turn). ``"turn"``: every turn is a sample of its own (a segment): the
+template's rendering of the system prompt, the first observation and the last ``turn_window`` turns, then
+the ids sampled on it; memory per sample is bounded by the window and templates that rewrite past turns
+train token-exactly. ``"auto"`` (:func:`resolve_sample_unit`) probes the template once and picks episodes
+where prefix extension holds, turns where it does not.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -24,7 +32,30 @@ from agentgym_envs.policies import SamplingConfig, TokenPolicy
 from agentgym_envs.vector import TextVectorEnv
 
 from .episodes import PlaySpec, turn_seed
-from .trajectory import Trajectory, TrajectoryBuilder
+from .trajectory import Trajectory, TrajectoryBuilder, prefix_extension_mismatch
+
+_log = logging.getLogger(__name__)
+
+#: What one training sample is (see the module docstring).
+SAMPLE_UNITS = ("episode", "turn", "auto")
+
+
+def resolve_sample_unit(policy: TokenPolicy, unit: str, turn_window: int = 4) -> str:
+    """``"episode"`` or ``"turn"``: ``unit`` itself, or for ``"auto"`` the result of probing ``policy``'s template
+    (:func:`~trainer.trajectory.prefix_extension_mismatch`), logged with the reason."""
+    if unit not in SAMPLE_UNITS:
+        raise ValueError(f"expected a sample unit in {SAMPLE_UNITS}, got {unit!r}")
+    if unit != "auto":
+        return unit
+    mismatch = prefix_extension_mismatch(policy)
+    if mismatch is None:
+        _log.info("rollout.sample_unit=auto: the chat template extends each turn's rendering (prefix extension "
+                  "holds), so each episode is trained as one token sequence (episode mode)")
+        return "episode"
+    _log.warning("rollout.sample_unit=auto: the chat template rewrites earlier turns, so each turn is trained as "
+                 "its own sample (turn mode, the last %d turns in each prompt; set rollout.sample_unit=turn to "
+                 "silence this). The probe found: %s", turn_window, mismatch)
+    return "turn"
 
 
 @dataclass
@@ -57,12 +88,20 @@ class RolloutWorker:
             (shaping for training only; ``won`` and evaluation are unaffected).
         fold_keep_turns: 0 ends an episode at the context budget; ``k`` > 0 folds its history to the last
             ``k`` turns instead (and ends it only if even that does not fit).
+        sample_unit: ``"episode"``, ``"turn"`` or ``"auto"`` (resolved by probing the policy's template at the
+            first :meth:`collect`; the trainer resolves it itself, once).
+        turn_window: in turn mode, the past turns each prompt shows (>= 1).
     """
 
     def __init__(self, spec: PlaySpec, *, tasks_per_batch: int, group_size: int, max_context_tokens: int,
-                 mode: str = "thread", invalid_penalty: float = 0.0, fold_keep_turns: int = 0):
+                 mode: str = "thread", invalid_penalty: float = 0.0, fold_keep_turns: int = 0,
+                 sample_unit: str = "episode", turn_window: int = 4):
+        if sample_unit not in SAMPLE_UNITS or turn_window < 1:
+            raise ValueError(f"expected sample_unit in {SAMPLE_UNITS} and turn_window >= 1, got {sample_unit!r} "
+                             f"and {turn_window}")
         self.spec, self.group_size, self.max_context_tokens = spec, group_size, max_context_tokens
         self.invalid_penalty, self.fold_keep_turns = invalid_penalty, fold_keep_turns
+        self.sample_unit, self.turn_window = sample_unit, turn_window
         self.venv = TextVectorEnv([spec.make] * (tasks_per_batch * group_size), mode=mode,
                                   group_size=group_size, autoreset=False)
 
@@ -76,10 +115,13 @@ class RolloutWorker:
             raise ValueError(f"expected {self.venv.num_envs // self.group_size} tasks, got {len(tasks)}")
         start = time.perf_counter()
         stats = RolloutStats()
+        if self.sample_unit == "auto":
+            self.sample_unit = resolve_sample_unit(policy, "auto", self.turn_window)
+        window = self.turn_window if self.sample_unit == "turn" else None
         options = [{"task_index": int(t)} for t in tasks for _ in range(self.group_size)]
         observations, infos = self.venv.reset(seed=seed, options=options)
         episodes = [_Episode(policy, obs, self.spec.start_info(info), int(tasks[i // self.group_size]), i // self.group_size,
-                             self.spec)
+                             self.spec, turn_window=window)
                     for i, (obs, info) in enumerate(zip(observations, infos))]
         for turn in range(self.spec.max_turns):
             active = [i for i, e in enumerate(episodes) if e.running]
@@ -104,10 +146,14 @@ class RolloutWorker:
 
 
 class _Episode:
-    """One env's episode in a collection: its chat, its trajectory builder and its end state."""
+    """One env's episode in a collection: its chat, its trajectory builder and its end state.
 
-    def __init__(self, policy: TokenPolicy, observation: str, info: dict, task_index: int, group: int, spec: PlaySpec):
-        self.spec, self.instruction = spec, info.get("instruction")
+    ``turn_window`` set: turn mode, every turn starts a segment of its own from the last ``turn_window`` turns.
+    """
+
+    def __init__(self, policy: TokenPolicy, observation: str, info: dict, task_index: int, group: int, spec: PlaySpec,
+                 turn_window: int | None = None):
+        self.spec, self.instruction, self.turn_window = spec, info.get("instruction"), turn_window
         self.history = ChatHistory()
         self.history.start(observation, info)
         self.builder = TrajectoryBuilder(policy, self.history.messages(), task_index=task_index, group=group)
@@ -132,15 +178,29 @@ class _Episode:
         if terminated or truncated:
             return self._end("terminated" if terminated else "truncated", won)
         self.history.add(self._reply, self.spec.observation_text(observation, self.instruction))
+        self.state_key = str(info.get("state_key", ""))
+        if self.turn_window is not None:
+            self._next_turn_prompt(self.turn_window, budget, fold_keep_turns)
+        else:
+            self._extend_episode(budget, fold_keep_turns)
+        if len(self.builder.ids) > budget:
+            self._end("context", won)
+
+    def _extend_episode(self, budget: int, fold_keep_turns: int) -> None:
+        """Episode mode: append what the template adds after the reply; fold if the budget is outgrown."""
         if self.window is not None:
             self.window += 1
         self.builder.add_observation(self.history.messages(window=self.window))
-        self.state_key = str(info.get("state_key", ""))
         if len(self.builder.ids) > budget and 0 < fold_keep_turns < (self.window or len(self.history)):
             self.window = fold_keep_turns
             self.builder.fold(self.history.messages(window=self.window))
-        if len(self.builder.ids) > budget:
-            self._end("context", won)
+
+    def _next_turn_prompt(self, window: int, budget: int, fold_keep_turns: int) -> None:
+        """Turn mode: the next turn is a new segment from the last ``window`` turns (fewer, down to
+        ``fold_keep_turns``, if that many outgrow the budget)."""
+        self.builder.fold(self.history.messages(window=window))
+        if len(self.builder.ids) > budget and 0 < fold_keep_turns < min(window, len(self.history)):
+            self.builder.fold(self.history.messages(window=fold_keep_turns))  # replaces the prompt-only segment
 
     def _end(self, how, won: bool, infra_error: str | None = None) -> None:
         self.running = False

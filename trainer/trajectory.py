@@ -15,6 +15,13 @@ budget, the rollout may re-render it keeping only the last turns (:meth:`Traject
 sequence seen so far is then closed as a *segment* and a new one starts from the folded prompt; each
 segment is scored on its own (its replies were sampled conditioned on exactly its ids), while rewards,
 ``state_key`` values and advantages stay per episode. ``token_turns`` count turns across segments.
+
+**Turn samples** (``rollout.sample_unit=turn``) use the same segments: every turn is a segment of its
+own, the template's rendering of the system prompt, the first observation and the last ``turn_window``
+turns followed by the ids sampled on it (:meth:`TrajectoryBuilder.fold` before every turn but the first).
+No rendering has to extend another, so templates that rewrite history (Qwen3 dropping past
+``<think>`` blocks) train token-exactly. :func:`prefix_extension_mismatch` probes a template once to
+tell which kind it is.
 """
 
 from __future__ import annotations
@@ -147,21 +154,58 @@ class TrajectoryBuilder:
         """Close the current segment and start a new one from the rendering of ``messages`` (a folded chat).
 
         The prefix-extension check restarts from the folded prompt; the closed segment keeps its ids,
-        mask, log-probs and turn numbers and is trained on as a sequence of its own.
+        mask, log-probs and turn numbers and is trained on as a sequence of its own. A segment with no
+        sampled id yet (a prompt only) has nothing to train on: it is replaced, not closed.
         """
         t = self.trajectory
-        closed = Trajectory(t.token_ids, t.loss_mask, t.sampling_logprobs, t.token_turns, t.prompt_length,
-                            task_index=t.task_index, group=t.group)
-        t.earlier.append(closed)
+        if any(t.loss_mask):
+            t.earlier.append(Trajectory(t.token_ids, t.loss_mask, t.sampling_logprobs, t.token_turns, t.prompt_length,
+                                        task_index=t.task_index, group=t.group))
         self.text = self.policy.render_chat(messages)
         ids = list(self.policy.encode(self.text))
         t.token_ids, t.loss_mask, t.sampling_logprobs, t.token_turns = ids, [0] * len(ids), [0.0] * len(ids), [-1] * len(ids)
         t.prompt_length = len(ids)
 
     def finish(self, how: Finish, *, won: bool = False, infra_error: str | None = None) -> Trajectory:
+        """End the episode. A last segment that is a prompt only (the budget ended the episode right after a
+        fold) is dropped: the segment before it becomes the trajectory's own token fields again."""
         t = self.trajectory
+        if t.earlier and not any(t.loss_mask):
+            last = t.earlier.pop()
+            t.token_ids, t.loss_mask, t.sampling_logprobs = last.token_ids, last.loss_mask, last.sampling_logprobs
+            t.token_turns, t.prompt_length = last.token_turns, last.prompt_length
         t.finish, t.won, t.infra_error = how, won, infra_error
         return t
+
+
+#: The chat the template probe renders: a reply with a reasoning block, then one more observation.
+_PROBE_REPLY = "<think>\nThe probe reasons here.\n</think>\n\nprobe action"
+_PROBE_CHAT: list[Message] = [{"role": "user", "content": "probe observation"}]
+
+
+def prefix_extension_mismatch(policy: TokenPolicy) -> str | None:
+    """Why ``policy``'s chat template cannot train whole episodes as one sequence, or ``None`` when it can.
+
+    Renders a one-turn chat whose reply holds a ``<think>`` block (ended by the end-of-turn id, as sampled),
+    then the chat after one more observation, through the same :class:`TrajectoryBuilder` check the
+    rollout makes. Two renderings and two encodings: cheap enough to run once per trainer.
+    """
+    builder = TrajectoryBuilder(policy, _PROBE_CHAT)
+    ids = list(policy.encode(_PROBE_REPLY)) + _end_of_turn(policy)
+    builder.add_reply(Completion(_PROBE_REPLY, ids, [0.0] * len(ids)), state_key="")
+    try:
+        builder.add_observation([*_PROBE_CHAT, {"role": "assistant", "content": _PROBE_REPLY},
+                                 {"role": "user", "content": "next observation"}])
+    except PrefixExtensionError as err:
+        return str(err)
+    return None
+
+
+def _end_of_turn(policy: TokenPolicy) -> list[int]:
+    """The id a reply ends with when the model stops by itself (none for a policy without a tokenizer)."""
+    tokenizer = getattr(policy, "tokenizer", None)
+    eos = getattr(tokenizer, "eos_token_id", None)
+    return [] if eos is None else [int(eos)]
 
 
 def _mismatch(seen: str, rendered: str, turn: int) -> str:
@@ -169,5 +213,6 @@ def _mismatch(seen: str, rendered: str, turn: int) -> str:
     return (f"turn {turn}: the chat template's rendering does not extend the text the policy saw "
             f"(first difference at character {at}: expected {seen[at:at + 40]!r}, got {rendered[at:at + 40]!r}). "
             "The template rewrites earlier turns (e.g. strips <think> from past replies or re-formats them); "
-            "training on it would score tokens the policy never conditioned on. Use a template that renders "
-            "past turns verbatim (or pass chat_template_kwargs that keep them).")
+            "training whole episodes on it would score tokens the policy never conditioned on. Set "
+            "rollout.sample_unit=turn (or auto) to train each turn as its own sample, or use a template that "
+            "renders past turns verbatim (policy.chat_template / policy.chat_template_kwargs).")
