@@ -49,6 +49,11 @@ class PolicyConfig:
     """``tiny`` (built locally, no download) or ``hf`` (a local Hugging Face model directory in ``path``)."""
     path: str = ""
     """Model directory for ``kind: hf``."""
+    chat_template: str = ""
+    """Replaces the tokenizer's chat template: a path to a ``.jinja`` file, or the template text itself (any
+    string holding ``{%`` or ``{{``); ``""`` keeps the tokenizer's own (docs/trainer.md, Models you bring)."""
+    chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
+    """Extra variables every rendering of the chat template gets, e.g. ``{enable_thinking: false}`` for Qwen3."""
     tiny: TinyConfig = field(default_factory=TinyConfig)
     cache_dir: str = ""
     """Where tiny artifacts are built (default ``~/.cache/agentgym/tiny``)."""
@@ -74,6 +79,11 @@ class PolicyConfig:
         _require(self.backend in ("hf", "vllm"), f"policy.backend must be 'hf' or 'vllm', got {self.backend!r}")
         _require(self.kind != "hf" or bool(self.path), "policy.kind=hf needs policy.path=<local model directory>")
         _require(self.threads >= 1, f"policy.threads must be >= 1, got {self.threads}")
+        _require(isinstance(self.chat_template, str), f"policy.chat_template must be a path or template text, "
+                 f"got {type(self.chat_template).__name__}")
+        _require(isinstance(self.chat_template_kwargs, dict) and all(isinstance(k, str) for k in self.chat_template_kwargs),
+                 f"policy.chat_template_kwargs must be a mapping of template variables (e.g. {{enable_thinking: false}}), "
+                 f"got {self.chat_template_kwargs!r}")
         from .device import DTYPES, check_device
 
         check_device(self.device)

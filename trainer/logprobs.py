@@ -61,6 +61,9 @@ def output_layer(model: Any) -> tuple[Any, torch.Tensor]:
     head = model.get_output_embeddings()
     if getattr(head, "bias", None) is not None:
         raise ValueError("output projections with a bias are not supported by the chunked log-prob path")
+    if getattr(getattr(model, "config", None), "final_logit_softcapping", None):  # Gemma 2: cap * tanh(logits / cap)
+        raise ValueError("models with final_logit_softcapping (Gemma 2) are not supported by the chunked log-prob "
+                         "path: it would score uncapped logits; use a model without it (e.g. Gemma 3)")
     return model.get_decoder(), head.weight
 
 

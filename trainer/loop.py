@@ -23,6 +23,7 @@ from agentgym_envs.core.hooks import has_expert
 from agentgym_envs.policies import SamplingConfig
 
 from .algorithms import CRITIC_ESTIMATORS, AdvantageSettings, estimate, group_by
+from .backends.chat_tokens import read_chat_template
 from .backends.hf import HFPolicy
 from .bc import behaviour_clone, expert_trajectories
 from .checkpoint import config_differences, latest_checkpoint, load_checkpoint, save_checkpoint
@@ -46,7 +47,8 @@ _SAMPLE, _ENV, _BC, _EVAL, _LORA = 1, 2, 3, 4, 5
 
 def load_model(config: TrainConfig) -> tuple[Any, Any]:
     """The policy's ``(model, tokenizer)``: the tiny model built locally, or a local HF directory; with
-    ``policy.lora.rank > 0`` wrapped in ``peft`` adapters (only they train)."""
+    ``policy.chat_template`` replacing the tokenizer's template, and with ``policy.lora.rank > 0`` wrapped
+    in ``peft`` adapters (only they train)."""
     if config.policy.kind == "tiny":
         from .tiny import build_tiny
 
@@ -56,6 +58,8 @@ def load_model(config: TrainConfig) -> tuple[Any, Any]:
 
         model = AutoModelForCausalLM.from_pretrained(config.policy.path, dtype=torch.float32)
         tokenizer = AutoTokenizer.from_pretrained(config.policy.path)
+    if config.policy.chat_template:
+        tokenizer.chat_template = read_chat_template(config.policy.chat_template)
     lora = config.policy.lora
     if lora.rank > 0:
         from peft import LoraConfig, get_peft_model
@@ -87,7 +91,7 @@ class Trainer:
         self.device = resolve_device(config.policy.device)
         model = place_model(model, self.device, resolve_dtype(config.policy.dtype),
                             gradient_checkpointing=config.policy.gradient_checkpointing)
-        self.policy = HFPolicy(model, tokenizer)
+        self.policy = HFPolicy(model, tokenizer, chat_template_kwargs=config.policy.chat_template_kwargs)
         self.model = model
         self.rollout_policy: Any = self.policy  # what samples: the HF policy itself, or a vLLM engine kept in sync
         self._rollout_stale = False  # the trainer's weights changed since the last sync into rollout_policy

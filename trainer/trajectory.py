@@ -132,7 +132,7 @@ class TrajectoryBuilder:
         t.replies.append(completion.text)
         t.state_keys.append(state_key)
         t.rewards.append(0.0)  # filled by record_step
-        self.text += self.policy.decode(completion.token_ids)
+        self.text += getattr(self.policy, "decode_as_turn", self.policy.decode)(completion.token_ids)
 
     def record_step(self, reward: float) -> None:
         self.trajectory.rewards[-1] = float(reward)

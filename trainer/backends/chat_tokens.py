@@ -1,8 +1,18 @@
-"""The text side every token backend shares: chats through the tokenizer's template, ids without re-tokenising."""
+"""The text side every token backend shares: chats through the tokenizer's template, ids without re-tokenising.
+
+A reply can end with a stop id that is not the one the template writes after a reply: Qwen2.5 lists
+``<|im_end|>`` and ``<|endoftext|>`` as stop ids, but its template closes an assistant turn with
+``<|im_end|>``; Gemma stops on ``<eos>`` or ``<end_of_turn>`` and writes ``<end_of_turn>``. The sampled ids
+stay as sampled (the trainer scores exactly them); only the text the prefix-extension check compares
+(:meth:`ChatTokens.decode_as_turn`) shows the template's end-of-turn marker instead, which is what the
+model's next prompt renders.
+"""
+
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from agentgym_envs.policies import Completion, Message, SamplingConfig
@@ -14,6 +24,7 @@ class ChatTokens:
 
     tokenizer: Any
     chat_template_kwargs: dict
+    stop_ids: frozenset[int]
 
     def generate(self, prompt_ids: list[list[int]], *, sampling: SamplingConfig) -> list[Completion]:
         raise NotImplementedError
@@ -36,3 +47,54 @@ class ChatTokens:
     def decode(self, ids: Sequence[int]) -> str:
         """Text of ``ids`` with special tokens kept, so that rendering it again gives the same text."""
         return self.tokenizer.decode(list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False)
+
+    def decode_as_turn(self, ids: Sequence[int]) -> str:
+        """Text of a sampled reply as the template renders it once the turn is over: like :meth:`decode`, but
+        a final stop id other than the template's end-of-turn id reads as that end-of-turn marker."""
+        ids = list(ids)
+        end = self.end_of_turn_id()
+        if ids and end is not None and ids[-1] != end and ids[-1] in self.stop_ids:
+            ids[-1] = end
+        return self.decode(ids)
+
+    def end_of_turn_id(self) -> int | None:
+        """The stop id the chat template writes right after an assistant reply, found by rendering a probe
+        chat (``None`` when the template writes no stop id there). Cached per template and kwargs."""
+        key = (self.tokenizer.chat_template, repr(sorted(self.chat_template_kwargs.items())))
+        cache = self.__dict__.setdefault("_end_of_turn", {})
+        if key not in cache:
+            cache[key] = _end_of_turn_id(self.tokenizer, self.stop_ids, self.chat_template_kwargs)
+        return cache[key]
+
+
+_PROBE_REPLY = "agentgym end-of-turn probe"
+
+
+def _end_of_turn_id(tokenizer: Any, stop_ids: frozenset[int], kwargs: dict) -> int | None:
+    """The stop id whose text starts what the template renders after a finished reply."""
+    chat = [{"role": "user", "content": "probe"}, {"role": "assistant", "content": _PROBE_REPLY}]
+    from jinja2 import TemplateError
+
+    try:
+        text = tokenizer.apply_chat_template(chat, tokenize=False, add_generation_prompt=False, **kwargs)
+    except TemplateError:  # a template that refuses this chat (raise_exception): no mapping
+        return None
+    if _PROBE_REPLY not in text:
+        return None
+    after = text[text.rindex(_PROBE_REPLY) + len(_PROBE_REPLY):]
+    texts = {i: tokenizer.decode([i], skip_special_tokens=False) for i in stop_ids}
+    matches = [i for i, t in texts.items() if t and after.startswith(t)]
+    return max(matches, key=lambda i: len(texts[i])) if matches else None
+
+
+def read_chat_template(value: str) -> str:
+    """``policy.chat_template``: template text as given (it holds ``{%`` or ``{{``), else the file it names."""
+    if "{%" in value or "{{" in value:
+        return value
+    path = Path(value).expanduser()
+    if not path.is_file():
+        from ..errors import ConfigError
+
+        raise ConfigError(f"policy.chat_template: expected a .jinja file or jinja template text, got {value!r} "
+                          "(no such file, and no '{%' or '{{' in it)")
+    return path.read_text()
