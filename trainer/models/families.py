@@ -31,8 +31,9 @@ class Size:
     vocab: int
 
 
-#: ``tiny``: ~0.4-0.6 M parameters, for tests. ``bench``: ~25-30 M parameters (Qwen2 shape: 8 layers of
-#: width 512, GQA 8/2 heads, SwiGLU 1536, tied 4096-token embedding), for update benchmarks.
+#: ``tiny``: for tests (qwen2 533,632 parameters, qwen3 533,248, gemma 525,568, llama3 656,000 with its
+#: untied head). ``bench``: for update benchmarks; qwen2 26,262,016 parameters (8 layers of width 512, GQA
+#: 8/2 heads, SwiGLU 1536, tied embedding of 4160 rows for a 4098-token vocabulary).
 SIZES: dict[str, Size] = {
     "tiny": Size(hidden=128, layers=2, heads=4, kv_heads=2, intermediate=384, vocab=1024),
     "bench": Size(hidden=512, layers=8, heads=8, kv_heads=2, intermediate=1536, vocab=4096),
