@@ -67,7 +67,11 @@ def place_model(model: Any, device: torch.device, dtype: torch.dtype, *, gradien
         if not getattr(model, "supports_gradient_checkpointing", False) and not hasattr(model, "get_base_model"):
             raise ConfigError(f"policy.gradient_checkpointing=true: {type(model).__name__} does not support HF "
                               "gradient checkpointing; set policy.gradient_checkpointing=false")
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        kwargs = {"use_reentrant": False}
+        if hasattr(model, "activation_checkpointing_enable"):  # transformers >= 5.2x; the old name warns there
+            model.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs)
+        else:
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
         if hasattr(model, "get_base_model"):  # peft: the frozen base's embeddings would cut the graph
             model.enable_input_require_grads()
     return model

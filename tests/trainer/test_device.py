@@ -1,0 +1,100 @@
+"""``policy.device``, ``policy.dtype``, ``policy.gradient_checkpointing`` and the Triton dispatch (issue 17 §4)."""
+
+import pytest
+import torch
+
+from trainer.config import load_config
+from trainer.device import resolve_device, resolve_dtype
+from trainer.errors import ConfigError
+from trainer.kernels import pick_backend
+from trainer.logprobs import token_logprobs
+from trainer.loop import Trainer
+from trainer.update import _pack_minibatch, accumulate_gradients
+
+RUN = ["env.max_turns=2", "rollout.tasks_per_step=2", "rollout.group_size=2", "rollout.max_new_tokens=6",
+       "algorithm.filter_zero_variance=false", "loss.entropy_coef=0.01"]
+
+
+def test_auto_device_is_cuda_when_present_and_the_local_rank_under_torchrun():
+    assert resolve_device("auto", cuda_available=False, local_rank="") == torch.device("cpu")
+    assert resolve_device("auto", cuda_available=True, local_rank="") == torch.device("cuda")
+    assert resolve_device("auto", cuda_available=True, local_rank="3") == torch.device("cuda:3")
+    assert resolve_device("cuda:1", cuda_available=True) == torch.device("cuda:1")
+    assert resolve_device("cpu", cuda_available=True) == torch.device("cpu")
+    with pytest.raises(ConfigError, match="needs CUDA"):
+        resolve_device("cuda", cuda_available=False)
+
+
+def test_device_and_dtype_are_validated(tiny_overrides):
+    for bad in ("gpu", "cuda:x", "CUDA", "mps"):
+        with pytest.raises(ConfigError, match="policy.device"):
+            load_config(None, tiny_overrides + [f"policy.device={bad}"])
+    with pytest.raises(ConfigError, match="policy.dtype"):
+        load_config(None, tiny_overrides + ["policy.dtype=float16"])
+    for bad in ("optim.epochs=0", "optim.micro_batch_tokens=-1"):
+        with pytest.raises(ConfigError, match=bad.split("=")[0]):
+            load_config(None, tiny_overrides + [bad])
+    assert resolve_dtype("bfloat16") is torch.bfloat16
+    config = load_config(None, tiny_overrides + ["policy.device=cuda:0", "policy.dtype=bfloat16"])
+    assert (config.policy.device, config.policy.dtype) == ("cuda:0", "bfloat16")
+
+
+def test_auto_kernel_reaches_triton_exactly_for_cuda_tensors():
+    assert pick_backend("auto", on_cuda=True, has_triton=True) == "triton"
+    assert pick_backend("auto", on_cuda=True, has_triton=False) == "torch"
+    assert pick_backend("auto", on_cuda=False, has_triton=True) == "torch"
+    assert pick_backend("torch", on_cuda=True, has_triton=True) == "torch"
+    with pytest.raises(ValueError, match="triton package"):
+        pick_backend("triton", on_cuda=True, has_triton=False)
+
+
+def _grads_of_one_batch(trainer, kept):
+    advantages = [[(-1.0) ** k] * t.num_turns for k, t in enumerate(kept)]
+    micro = _pack_minibatch(trainer, kept, advantages, None, list(range(len(kept))))
+    assert all(b.input_ids.device == trainer.device for b in micro)
+    trainer.model.train()  # as rl_update does: HF checkpoints only in training mode
+    trainer.optimizer.zero_grad(set_to_none=True)
+    metrics = accumulate_gradients(trainer, micro)
+    return metrics, {n: p.grad.detach().clone() for n, p in trainer.model.named_parameters() if p.grad is not None}
+
+
+@pytest.mark.parametrize("lora", [0, 4])
+def test_gradient_checkpointing_recomputes_and_keeps_the_gradient(tiny_overrides, tmp_path, lora):
+    runs = {}
+    for on in (False, True):
+        trainer = Trainer(load_config(None, tiny_overrides + RUN + [f"policy.gradient_checkpointing={on}",
+                                                                    f"policy.lora.rank={lora}", f"out_dir={tmp_path / str(on)}"]))
+        try:
+            if not on:
+                kept = trainer.advantages(trainer.collect()[0])[0]
+            inner = trainer.model.get_decoder().layers[0].mlp  # inside the checkpointed layer's forward
+            calls: list[int] = []
+            inner.register_forward_pre_hook(lambda *_: calls.append(1))  # pre: the replay stops early, inside it
+            runs[on] = (*_grads_of_one_batch(trainer, kept), len(calls))
+        finally:
+            trainer.close()
+    (m_off, g_off, calls_off), (m_on, g_on, calls_on) = runs[False], runs[True]
+    assert (calls_off, calls_on) == (1, 2)  # checkpointing re-ran the layer in the backward pass
+    assert g_off.keys() == g_on.keys() and g_off
+    assert all(("lora_" in n) == bool(lora) for n in g_off)  # with LoRA only the adapters learn
+    assert max(float((g_off[n] - g_on[n]).abs().max()) for n in g_off) <= 1e-5
+    assert m_on["loss"] == pytest.approx(m_off["loss"], abs=1e-6)
+
+
+def test_bfloat16_weights_train_on_cpu_with_float32_loss_maths(tiny_overrides, tmp_path):
+    trainer = Trainer(load_config(None, tiny_overrides + RUN + ["policy.dtype=bfloat16", "policy.device=auto",
+                                                                "optim.micro_batch_tokens=64", f"out_dir={tmp_path}"]))
+    try:
+        assert trainer.device == torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        assert {p.dtype for p in trainer.model.parameters()} == {torch.bfloat16}
+        kept = trainer.advantages(trainer.collect()[0])[0]
+        micro = _pack_minibatch(trainer, kept, [[1.0] * t.num_turns for t in kept], None, [0])
+        logp, entropy = token_logprobs(trainer.model, micro[0])
+        assert logp.dtype == entropy.dtype == torch.float32
+        before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
+        metrics = trainer.update(kept, [[(-1.0) ** k] * t.num_turns for k, t in enumerate(kept)])
+        assert metrics["updated"] == 1.0 and torch.isfinite(torch.tensor([metrics["loss"], metrics["grad_norm"]])).all()
+        assert metrics["logprob_gap_mean"] < 0.5  # bf16 rounding, not a different policy
+        assert any(not torch.equal(p.detach(), before[n]) for n, p in trainer.model.named_parameters())
+    finally:
+        trainer.close()
