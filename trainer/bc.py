@@ -145,7 +145,8 @@ def behaviour_clone(policy: HFPolicy, trajectories: Sequence[Trajectory], *, epo
     for _ in range(epochs):
         order = torch.randperm(len(trajectories), generator=generator).tolist()
         for start in range(0, len(order), batch_size):
-            batch = pack([s for i in order[start:start + batch_size] for s in trajectories[i].segments], policy.pad_id)
+            batch = pack([s for i in order[start:start + batch_size] for s in trajectories[i].segments], policy.pad_id,
+                         device=next(model.parameters()).device)  # the model's device (policy.device)
             logp, _ = token_logprobs(model, batch, backend=kernel_backend)  # (B, T)
             loss = -(logp * batch.loss_mask).sum() / batch.loss_mask.sum()
             optimizer.zero_grad(set_to_none=True)
