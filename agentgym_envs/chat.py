@@ -6,6 +6,13 @@ preceded by the instruction when the observation does not already contain it), t
 A ``window`` keeps the system message, the first user message and only the last ``window`` turns; a short
 note about the omitted turns is appended to the first user message so that roles keep alternating.
 
+**Tool calling.** A history started with ``tool_calling=True`` (the ``tool_calls`` protocol) keeps the tool
+schemas of the reset info and returns its messages as a :class:`Chat`, a list of messages that also carries
+those ``tools``: model backends pass them to the chat template (``apply_chat_template(..., tools=...)``) or
+to the API request. The reply stays the assistant message's content exactly as sampled (whatever tool-call
+format the model wrote), and each observation after a reply is a ``tool`` message, the template's tool-result
+turn. The tools are the reset's, fixed for the episode, so every turn's rendering extends the last one.
+
 Plain data, no tokenisation, deterministic: policies and the trainer render these with a chat template.
 
 >>> history = ChatHistory()
@@ -16,6 +23,12 @@ Plain data, no tokenisation, deterministic: policies and the trainer render thes
 ['system', 'user', 'assistant', 'user', 'assistant', 'user']
 >>> history.messages(window=1)[1]["content"]
 'Find the exit.\\n\\nYou are in a hall.\\n\\n[1 earlier turn omitted]'
+>>> tools = [{"type": "function", "function": {"name": "go", "parameters": {"type": "object", "properties": {}}}}]
+>>> calling = ChatHistory(tool_calling=True)
+>>> calling.start("You are in a hall.", {"tools": tools})
+>>> calling.add('<tool_call>{"name": "go", "arguments": {}}</tool_call>', "You are in a kitchen.")
+>>> [m["role"] for m in calling.messages()], calling.messages().tools == tools
+(['user', 'assistant', 'tool'], True)
 """
 
 from __future__ import annotations
@@ -28,8 +41,27 @@ from .core.errors import ResetNeeded
 class Message(TypedDict):
     """One chat message, in the shape chat templates and OpenAI-compatible APIs take."""
 
-    role: Literal["system", "user", "assistant"]
+    role: Literal["system", "user", "assistant", "tool"]
     content: str
+
+
+class Chat(list):
+    """A chat as a model request holds it: the messages (this list, so anything that takes ``list[Message]``
+    takes it) and the ``tools`` the model may call (OpenAI-style function schemas, or ``None``).
+
+    >>> chat = Chat([Message(role="user", content="hi")], tools=[])
+    >>> chat, chat.tools, chat_tools([Message(role="user", content="hi")])
+    ([{'role': 'user', 'content': 'hi'}], [], None)
+    """
+
+    def __init__(self, messages: Sequence[Message] = (), tools: list[dict[str, Any]] | None = None):
+        super().__init__(messages)
+        self.tools = tools
+
+
+def chat_tools(messages: Sequence[Message]) -> list[dict[str, Any]] | None:
+    """The tools a chat carries: a :class:`Chat`'s ``tools``; ``None`` for a plain list of messages."""
+    return getattr(messages, "tools", None)
 
 
 def first_user_content(observation: str, instruction: str | None) -> str:
@@ -49,11 +81,14 @@ def episode_messages(
     first_observation: str,
     turns: Sequence[tuple[str, str]],
     window: int | None = None,
+    *,
+    tools: list[dict[str, Any]] | None = None,
 ) -> list[Message]:
     """Messages for an episode given as ``(reply, observation)`` turns, keeping the last ``window`` turns.
 
     ``first_observation`` is used as is (see :func:`first_user_content` to prepend an instruction).
-    An empty or ``None`` system prompt gives no system message.
+    An empty or ``None`` system prompt gives no system message. With ``tools`` (a tool-calling chat) the
+    result is a :class:`Chat` carrying them and the observations after replies are ``tool`` messages.
 
     >>> [m["content"] for m in episode_messages("Be brief.", "start", [("a", "1"), ("b", "2")], window=1)]
     ['Be brief.', 'start\\n\\n[1 earlier turn omitted]', 'b', '2']
@@ -65,24 +100,32 @@ def episode_messages(
     first = first_observation if omitted == 0 else f"{first_observation}\n\n{omitted_note(omitted)}"
     messages: list[Message] = [Message(role="system", content=system_prompt)] if system_prompt else []
     messages.append(Message(role="user", content=first))
+    result_role = "user" if tools is None else "tool"
     for reply, observation in kept:
         messages.append(Message(role="assistant", content=reply))
-        messages.append(Message(role="user", content=observation))
-    return messages
+        messages.append(Message(role=result_role, content=observation))
+    return messages if tools is None else Chat(messages, tools)
 
 
 class ChatHistory:
-    """An episode's chat, built turn by turn: ``start`` after ``reset``, ``add`` after each ``step``."""
+    """An episode's chat, built turn by turn: ``start`` after ``reset``, ``add`` after each ``step``.
 
-    def __init__(self) -> None:
+    ``tool_calling``: the chat of a tool-calling protocol (see the module docstring): the reset info's
+    ``tools`` ride with the messages and observations after replies are ``tool`` messages.
+    """
+
+    def __init__(self, tool_calling: bool = False) -> None:
+        self.tool_calling = tool_calling
         self.system_prompt: str | None = None
         self.first_observation: str | None = None
+        self.tools: list[dict[str, Any]] | None = None
         self.turns: list[tuple[str, str]] = []
 
     def start(self, observation: str, info: Mapping[str, Any]) -> None:
         """Begin an episode (forgetting any previous one) from ``reset``'s observation and info."""
         self.system_prompt = info.get("system_prompt") or None
         self.first_observation = first_user_content(observation, info.get("instruction"))
+        self.tools = list(info.get("tools") or []) if self.tool_calling else None
         self.turns = []
 
     def add(self, action_text: str, observation: str) -> None:
@@ -99,7 +142,7 @@ class ChatHistory:
         """The chat so far, ending with a user message; only the last ``window`` turns when given."""
         if self.first_observation is None:
             raise ResetNeeded("ChatHistory.messages() was called before start(); call start(observation, info) after reset")
-        return episode_messages(self.system_prompt, self.first_observation, self.turns, window)
+        return episode_messages(self.system_prompt, self.first_observation, self.turns, window, tools=self.tools)
 
     def __len__(self) -> int:
         """The number of turns recorded."""

@@ -43,8 +43,8 @@ def expert_trajectory(policy: HFPolicy, episode: TextEpisode, unlabeled_turns: f
     ``turn_window`` turns, exactly as :class:`~trainer.rollout.RolloutWorker` builds them.
     """
     history = episode.history
-    builder = TrajectoryBuilder(policy, episode_messages(history.system_prompt, history.first_observation, []),
-                                task_index=episode.task_index)
+    builder = TrajectoryBuilder(policy, episode_messages(history.system_prompt, history.first_observation, [],
+                                                         tools=history.tools), task_index=episode.task_index)
     eos = policy.tokenizer.eos_token_id
     for k, (reply, _) in enumerate(history.turns):
         ids = policy.encode(reply) + [eos]
@@ -52,7 +52,7 @@ def expert_trajectory(policy: HFPolicy, episode: TextEpisode, unlabeled_turns: f
         builder.record_step(episode.rewards[k])
         if k + 1 < len(history.turns):
             messages = episode_messages(history.system_prompt, history.first_observation, history.turns[:k + 1],
-                                        window=turn_window)
+                                        window=turn_window, tools=history.tools)
             if turn_window is None:
                 builder.add_observation(messages)
             else:

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentgym_envs.protocols import protocol_names
+
 from .errors import ConfigError
 from .tiny import TinyConfig
 
@@ -110,7 +112,9 @@ class EnvConfig:
     """Shortcut for ``train_kwargs.split`` (``""``: not passed; the env's default split)."""
     eval_split: str = ""
     """Shortcut for ``eval_kwargs.split`` (``""``: not passed)."""
-    protocol: str = "plain"
+    protocol: str = "auto"
+    """How replies are parsed (``plain``, ``react``, ``tags``, ``tool_calls``), or ``auto``: ``tool_calls`` for a
+    tool env (its tools go to the model's chat template, results come back as ``tool`` turns), ``plain`` else."""
     max_turns: int = 8
     dense_reward: bool = False
     """Shortcut for ``train_kwargs.dense_reward: true`` (passed only when true)."""
@@ -127,6 +131,8 @@ class EnvConfig:
 
     def __post_init__(self) -> None:
         _require(self.max_turns >= 1, f"env.max_turns must be >= 1, got {self.max_turns}")
+        _require(self.protocol in ("auto", *protocol_names()),
+                 f"env.protocol must be 'auto' or one of {protocol_names()}, got {self.protocol!r}")
         _require(self.train_tasks >= 0, f"env.train_tasks must be >= 0 (0: all tasks), got {self.train_tasks}")
         for name in ("train_kwargs", "eval_kwargs"):
             value = getattr(self, name)

@@ -22,11 +22,14 @@ import numpy as np
 
 from agentgym_envs.chat import ChatHistory, Message
 from agentgym_envs.policies import EnvBoundPolicy, Policy, SamplingConfig
+from agentgym_envs.protocols import ToolCalls
 from agentgym_envs.seeding import derive_seed
 from agentgym_envs.stats import normal_half_width
 
 #: Task ids of an env without a task list: how many the train stream and the held-out stream hold by default.
 SEEDED_TRAIN_TASKS, SEEDED_EVAL_TASKS = 100_000, 100
+#: The protocol name that picks one per env (:func:`auto_protocol`).
+AUTO_PROTOCOL = "auto"
 
 
 def task_seed(task: int, stream: int) -> int:
@@ -53,6 +56,23 @@ class SeededTasks(gymnasium.Wrapper):
         return self.env.reset(seed=seed, options=options or None)
 
 
+def auto_protocol(env_id: str, kwargs: dict[str, Any] | None = None) -> str:
+    """The protocol ``"auto"`` stands for: ``"tool_calls"`` for a tool env (one whose ``tools`` are not
+    ``None``, so its reset info lists them: GuessNumber, Search, Terminal, Tutoring, PracticeScheduling),
+    else ``"plain"``. Builds the env once to ask it (no reset).
+
+    >>> auto_protocol("agentgym/GuessNumber-v0"), auto_protocol("agentgym/Maze-Easy-v0")
+    ('tool_calls', 'plain')
+    """
+    import agentgym_envs
+
+    env = agentgym_envs.make(env_id, **(kwargs or {}))
+    try:
+        return ToolCalls.name if env.unwrapped.tools is not None else "plain"
+    finally:
+        env.close()
+
+
 def has_task_list(env: gymnasium.Env) -> bool:
     """Whether ``env`` picks tasks by ``options["task_index"]`` itself (it has ``num_tasks``)."""
     return getattr(env.unwrapped, "num_tasks", None) is not None
@@ -66,6 +86,8 @@ class PlaySpec:
     env_id: str
     kwargs: dict[str, Any] = field(default_factory=dict)
     protocol: str = "plain"
+    """A protocol name, or ``"auto"``: ``tool_calls`` for a tool env, ``plain`` otherwise (:func:`auto_protocol`,
+    resolved when the spec is made, so ``protocol`` always names the protocol played)."""
     max_turns: int = 10
     system_prompt: str | None = None
     """``None`` keeps the env's recommended system prompt; a string replaces it (``""``: no system message,
@@ -77,6 +99,20 @@ class PlaySpec:
     """For an env without a task list: which seed stream task ids name (0: train, 1: held-out; :func:`task_seed`)."""
     seeded_tasks: int = SEEDED_TRAIN_TASKS
     """For an env without a task list: how many task ids (seeds) :meth:`num_tasks` reports."""
+
+    def __post_init__(self) -> None:
+        if self.protocol == AUTO_PROTOCOL:
+            object.__setattr__(self, "protocol", auto_protocol(self.env_id, self.kwargs))
+
+    @property
+    def tool_calling(self) -> bool:
+        """Whether replies are tool calls: the chat carries the env's tools and tool results come back as
+        ``tool`` messages (:class:`~agentgym_envs.chat.ChatHistory`)."""
+        return self.protocol == ToolCalls.name
+
+    def new_history(self) -> ChatHistory:
+        """An empty chat for one episode of this spec (tool-calling or not)."""
+        return ChatHistory(tool_calling=self.tool_calling)
 
     def observation_text(self, observation: str, instruction: str | None) -> str:
         """What the policy reads after a step: the observation, plus the task reminder when asked for."""
@@ -138,7 +174,7 @@ def run_text_episodes(policy: Policy, spec: PlaySpec, task_indices: Sequence[int
     episodes, instructions = [], []
     for i, (env, task) in enumerate(zip(envs, task_indices)):
         obs, info = env.reset(seed=seed + i, options={"task_index": int(task)})
-        episodes.append(TextEpisode(int(task), ChatHistory()))
+        episodes.append(TextEpisode(int(task), spec.new_history()))
         episodes[-1].history.start(obs, spec.start_info(info))
         instructions.append(info.get("instruction"))
     active = list(range(len(envs)))

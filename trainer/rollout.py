@@ -154,7 +154,7 @@ class _Episode:
     def __init__(self, policy: TokenPolicy, observation: str, info: dict, task_index: int, group: int, spec: PlaySpec,
                  turn_window: int | None = None):
         self.spec, self.instruction, self.turn_window = spec, info.get("instruction"), turn_window
-        self.history = ChatHistory()
+        self.history = spec.new_history()
         self.history.start(observation, info)
         self.builder = TrajectoryBuilder(policy, self.history.messages(), task_index=task_index, group=group)
         self.state_key = str(info.get("state_key", ""))

@@ -3,14 +3,23 @@ seeds, BC is skipped where there is no expert, and more minibatches than traject
 
 from __future__ import annotations
 
+import http.server
+import json
 import math
+import threading
 
 import pytest
 
 import agentgym_envs
+from agentgym_envs.policies import Completion, SamplingConfig
+from trainer.backends.chat_tokens import ChatTokens
+from trainer.backends.openai_http import OpenAIHTTPPolicy
 from trainer.config import load_config
-from trainer.episodes import PlaySpec, task_seed
-from trainer.loop import Trainer
+from trainer.episodes import PlaySpec, auto_protocol, run_text_episodes, task_seed
+from trainer.errors import ConfigError
+from trainer.loop import Trainer, play_specs
+from trainer.rollout import RolloutWorker
+from trainer.tiny.chat_template import render_chat
 
 SPLIT_ENVS = {"agentgym/Search-1Hop-v0", "agentgym/WebShop-v0", "agentgym/Household-PickPlace-v0"}
 IDS = ["agentgym/Maze-Easy-v0", "agentgym/GuessNumber-v0", "agentgym/Wordle-Easy-v0",
@@ -37,7 +46,7 @@ def make_calls(monkeypatch):
 
 @pytest.mark.parametrize("env_id", IDS)
 def test_one_step_on_every_family(env_id, tiny_overrides, tmp_path, make_calls):
-    # GuessNumber is a tool env; the trainer trains it through the plain protocol here (its replies are text).
+    # GuessNumber, Search and Tutoring are tool envs: env.protocol=auto trains them through tool_calls.
     trainer = Trainer(load_config(None, tiny_overrides + SMALL + [f"env.env_id={env_id}", f"out_dir={tmp_path}"]))
     before = {n: p.detach().clone() for n, p in trainer.model.named_parameters() if p.requires_grad}
     record = trainer.train_step()
@@ -99,3 +108,121 @@ def test_more_minibatches_than_trajectories_do_not_crash(tiny_overrides, tmp_pat
         record = trainer.train_step()
     assert record["updated"] == 1.0 and math.isfinite(record["loss"])
     assert "using 4 minibatches" in caplog.text
+
+
+# ----------------------------------------------------------------------------- tool envs through tool_calls
+class ScriptedTokens(ChatTokens):
+    """A token policy with a real tokenizer and chat template whose every reply is ``reply`` + the end-of-turn id."""
+
+    def __init__(self, tokenizer, reply: str, end_of_turn: str):
+        self.tokenizer, self.chat_template_kwargs, self.reply = tokenizer, {}, reply
+        self.end_id = tokenizer.convert_tokens_to_ids(end_of_turn)
+        self.stop_ids = frozenset({self.end_id})
+
+    def generate(self, prompt_ids, *, sampling):
+        ids = self.encode(self.reply) + [self.end_id]
+        return [Completion(self.reply, ids, [-0.5] * len(ids)) for _ in prompt_ids]
+
+
+QWEN_CALL = '<tool_call>\n{"name": "guess", "arguments": {"number": 50}}\n</tool_call>'
+#: family -> (the family's tool-call format, its end-of-turn token, the marker of its tool-result turn)
+TOOL_FORMATS = {"tiny": (QWEN_CALL, "<|end|>", "<|tool|>\n"), "qwen2": (QWEN_CALL, "<|im_end|>", "<tool_response>"),
+                "llama3": ('{"name": "guess", "parameters": {"number": 50}}', "<|eot_id|>", "ipython")}
+
+
+def family_tokenizer(family: str, tiny_model_and_tokenizer):
+    if family == "tiny":
+        return tiny_model_and_tokenizer[1]
+    from transformers import AutoTokenizer
+
+    from trainer.models import build_random_model
+
+    return AutoTokenizer.from_pretrained(str(build_random_model(family, None)))
+
+
+@pytest.mark.parametrize("family", list(TOOL_FORMATS))
+def test_a_tool_env_trains_through_tool_calls_in_the_models_own_tool_format(family, tiny_model_and_tokenizer):
+    call, end, result_marker = TOOL_FORMATS[family]
+    policy = ScriptedTokens(family_tokenizer(family, tiny_model_and_tokenizer), call, end)
+    spec = PlaySpec("agentgym/GuessNumber-v0", protocol="auto", max_turns=2, system_prompt="")
+    assert spec.protocol == "tool_calls" and spec.tool_calling
+    worker = RolloutWorker(spec, tasks_per_batch=1, group_size=2, max_context_tokens=4096)
+    try:
+        trajectories, _ = worker.collect(policy, [3], sampling=SamplingConfig(max_new_tokens=64), seed=0)
+    finally:
+        worker.close()
+    for t in trajectories:
+        text = policy.decode(t.token_ids)
+        prompt = policy.decode(t.token_ids[:t.prompt_length])
+        assert '"name": "guess"' in prompt and '"number"' in prompt  # the env's schema, in the template's tool block
+        assert t.num_turns == 2 and t.infra_error is None, t
+        reply_ids = policy.encode(call) + [policy.end_id]
+        assert [i for i, m in zip(t.token_ids, t.loss_mask) if m] == reply_ids * 2  # sampled ids, verbatim
+        assert "50 is too" in text and "No tool call" not in text  # the call reached the env, parsed
+        after_reply = text[text.index(call) + len(call):]
+        assert result_marker in after_reply.split("50 is too")[0]  # the result came back as the tool-result turn
+
+
+def test_auto_protocol_is_tool_calls_for_tool_envs_and_plain_otherwise():
+    tool_envs = {"agentgym/GuessNumber-v0", "agentgym/Search-1Hop-v0", "agentgym/Terminal-v0", "agentgym/Tutoring-v0",
+                 "agentgym/PracticeScheduling-v0"}
+    for env_id in tool_envs | {"agentgym/Maze-Easy-v0", "agentgym/WebShop-v0", "agentgym/Household-PickPlace-v0"}:
+        assert auto_protocol(env_id) == ("tool_calls" if env_id in tool_envs else "plain"), env_id
+    assert load_config(None).env.protocol == "auto"
+    assert PlaySpec("agentgym/GuessNumber-v0", protocol="plain").protocol == "plain"  # an explicit choice stays
+    quickstart = load_config("trainer/configs/quickstart.yaml").env
+    assert play_specs(quickstart)[0].protocol == "plain"  # household: the quickstart's run is unchanged
+    with pytest.raises(ConfigError, match="env.protocol must be 'auto' or one of"):
+        load_config(None, ["env.protocol=tool_call"])
+
+
+def test_tiny_template_renders_tools_and_tool_turns_and_is_unchanged_without_them(tiny_model_and_tokenizer):
+    tokenizer = tiny_model_and_tokenizer[1]
+    tools = [{"type": "function", "function": {"name": "guess", "description": "a <b> & 'c'", "parameters": {}}}]
+    chat = [{"role": "system", "content": "S"}, {"role": "user", "content": "u"},
+            {"role": "assistant", "content": "a"}, {"role": "tool", "content": "r"}]
+    plain = render_chat(chat[:3], add_generation_prompt=True)
+    assert plain == "<|system|>\nS<|end|>\n<|user|>\nu<|end|>\n<|assistant|>\na<|end|>\n<|assistant|>\n"
+    with_tools = render_chat(chat, add_generation_prompt=True, tools=tools)
+    assert with_tools.startswith("<|system|>\nS\n\nTools:\n" + json.dumps(tools[0]) + "<|end|>\n<|user|>\nu")
+    assert "<|tool|>\nr<|end|>\n<|assistant|>\n" in with_tools
+    # the tokenizer's template (what training renders) is the same text, also for a cache built before tools
+    assert tokenizer.apply_chat_template(chat, tools=tools, tokenize=False, add_generation_prompt=True) == with_tools
+    no_system = render_chat(chat[1:], add_generation_prompt=False, tools=tools)
+    assert no_system.startswith("<|system|>\nTools:\n") and no_system.count("<|system|>") == 1
+
+
+def test_the_http_policy_sends_the_chats_tools_and_answers_each_call_by_id():
+    requests: list[dict] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            requests.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            body = json.dumps({"choices": [{"message": {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "x", "type": "function", "function": {"name": "guess", "arguments": '{"number": 7}'}}]},
+                "finish_reason": "tool_calls"}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        policy = OpenAIHTTPPolicy(f"http://127.0.0.1:{server.server_address[1]}/v1", "m", retries=0)
+        spec = PlaySpec("agentgym/GuessNumber-v0", protocol="auto", max_turns=2)
+        episode = run_text_episodes(policy, spec, [0], sampling=SamplingConfig(temperature=0.0))[0]
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert [m["role"] for m in episode.messages()][-2:] == ["assistant", "tool"]
+    assert "7 is too" in episode.messages()[-1]["content"]  # the native call came back as text and was parsed
+    first, second = requests
+    assert first["tools"] == second["tools"] and [t["function"]["name"] for t in first["tools"]] == ["give_up", "guess"]
+    assistant, tool = second["messages"][-2:]
+    assert assistant["tool_calls"][0]["function"] == {"name": "guess", "arguments": '{"number": 7}'}
+    assert tool == {"role": "tool", "content": episode.history.turns[0][1], "tool_call_id": assistant["tool_calls"][0]["id"]}
+    assert "tools" not in requests[0]["messages"][0]

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from agentgym_envs.chat import chat_tools
 from agentgym_envs.policies import Completion, Message, SamplingConfig
 
 
@@ -32,10 +33,13 @@ class ChatTokens:
     def act(self, batch: list[list[Message]], *, sampling: SamplingConfig) -> list[Completion]:
         return self.generate([self.encode_chat(messages) for messages in batch], sampling=sampling)
 
-    def render_chat(self, messages: Sequence[Message]) -> str:
-        """The chat as the model reads it, ending with the generation prompt."""
+    def render_chat(self, messages: Sequence[Message], tools: list[dict[str, Any]] | None = None) -> str:
+        """The chat as the model reads it, ending with the generation prompt; ``tools`` (default: the ones the
+        chat carries, :func:`~agentgym_envs.chat.chat_tools`) go to the template in the model's own tool format."""
+        tools = chat_tools(messages) if tools is None else tools
+        extra = {"tools": tools} if tools else {}
         return self.tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True,
-                                                  **self.chat_template_kwargs)
+                                                  **extra, **self.chat_template_kwargs)
 
     def encode_chat(self, messages: Sequence[Message]) -> list[int]:
         return self.encode(self.render_chat(messages))

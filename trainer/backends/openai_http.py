@@ -5,6 +5,12 @@ Talks to any server that speaks ``POST {base_url}/chat/completions`` (OpenAI, vL
 log-probs, so this backend evaluates; it cannot train. Token counts come from the response's ``usage`` and
 are kept on :class:`HTTPCompletion`.
 
+A chat that carries tools (:class:`~agentgym_envs.chat.Chat`, the ``tool_calls`` protocol) sends them as the
+request's ``tools``, and its messages in the API's tool-calling shape (:func:`wire_messages`): an assistant
+reply holding a call gets ``tool_calls`` with an id, and the ``tool`` message after it answers that id; an
+observation after a reply without a call is sent as a ``user`` message. Native ``tool_calls`` in a response
+come back as ``<tool_call>`` text, which the protocol parses.
+
 Failures are :class:`EndpointError` with a message saying what to do. ``transient`` marks the ones worth
 retrying (connection refused, timeouts, HTTP 429 and 5xx); the client retries those itself a few times with
 backoff, and callers such as the leaderboard runner treat a still-failing transient error as an
@@ -27,7 +33,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from agentgym_envs.chat import chat_tools
 from agentgym_envs.policies import Completion, Message, SamplingConfig
+from agentgym_envs.protocols import ToolCalls
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 
@@ -87,9 +95,12 @@ class OpenAIHTTPPolicy:
             return list(pool.map(lambda messages: self.complete(messages, sampling), batch))
 
     def complete(self, messages: list[Message], sampling: SamplingConfig) -> HTTPCompletion:
-        payload: dict[str, Any] = {"model": self.model, "messages": [dict(m) for m in messages],
+        payload: dict[str, Any] = {"model": self.model, "messages": wire_messages(messages),
                                    "temperature": sampling.temperature, "top_p": sampling.top_p,
                                    "max_tokens": sampling.max_new_tokens, "n": 1}
+        tools = chat_tools(messages)
+        if tools:
+            payload["tools"] = tools
         if sampling.seed is not None:
             payload["seed"] = int(sampling.seed)
         if sampling.stop:
@@ -179,6 +190,50 @@ def _parse_completion(body: Any, url: str) -> HTTPCompletion:
     finish = "length" if choice.get("finish_reason") == "length" else "stop"
     return HTTPCompletion(text, finish_reason=finish, prompt_tokens=_int(usage.get("prompt_tokens")),
                           completion_tokens=_int(usage.get("completion_tokens")))
+
+
+def wire_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    """``messages`` as the chat-completions API takes them (see the module docstring): without tool messages,
+    plain copies; with them, each ``tool`` message answers the call (by id) of the assistant reply before it.
+
+    >>> wire = wire_messages([{"role": "user", "content": "go"},
+    ...                       {"role": "assistant", "content": '<tool_call>{"name": "go", "arguments": {}}</tool_call>'},
+    ...                       {"role": "tool", "content": "ok"}, {"role": "assistant", "content": "hm"},
+    ...                       {"role": "tool", "content": "No tool call found."}])
+    >>> wire[1]["content"], wire[1]["tool_calls"][0]["function"], wire[4]["role"]
+    ('', {'name': 'go', 'arguments': '{}'}, 'user')
+    >>> wire[2]
+    {'role': 'tool', 'content': 'ok', 'tool_call_id': 'call_1'}
+    """
+    if not any(m["role"] == "tool" for m in messages):
+        return [dict(m) for m in messages]
+    wire: list[dict[str, Any]] = []
+    answering: str | None = None  # the id of the call the next tool message answers
+    for k, message in enumerate(messages):
+        message = dict(message)
+        if message["role"] == "assistant":
+            answering = None
+            call, prose = _reply_call(message.get("content") or "")
+            if call is not None:  # the call moves to tool_calls (a server's template renders it in its format)
+                answering = f"call_{k}"
+                message["content"], message["tool_calls"] = prose, [{"id": answering, "type": "function", "function": call}]
+        elif message["role"] == "tool":
+            if answering is None:
+                message["role"] = "user"
+            else:
+                message["tool_call_id"], answering = answering, None
+        wire.append(message)
+    return wire
+
+
+def _reply_call(text: str) -> tuple[dict[str, str] | None, str]:
+    """The call in a reply as the API's ``function`` object (``arguments`` a JSON string; ``None`` without a
+    call), and the reply's text besides the call (its reasoning or prose, ``""`` if none)."""
+    parsed = ToolCalls().parse(text)
+    if parsed.action is None:
+        return None, text
+    call = json.loads(parsed.action)  # the protocol's canonical {"name", "arguments"} JSON
+    return {"name": call["name"], "arguments": json.dumps(call["arguments"], ensure_ascii=False)}, parsed.thought or ""
 
 
 def _tool_calls_text(calls: list[Any]) -> str:

@@ -60,7 +60,9 @@ def build_tiny(config: TinyConfig = TinyConfig(), cache_dir: str | Path | None =
     path = Path(cache_dir or default_cache_dir()) / config.key()
     if not (path / "model.safetensors").exists():
         _build_into(config, path)
-    return AutoModelForCausalLM.from_pretrained(str(path), attn_implementation="sdpa"), load_tokenizer(path)
+    tokenizer = load_tokenizer(path)
+    tokenizer.chat_template = CHAT_TEMPLATE  # code, not a build artifact: a cache built before a change renders as now
+    return AutoModelForCausalLM.from_pretrained(str(path), attn_implementation="sdpa"), tokenizer
 
 
 def _build_into(config: TinyConfig, path: Path) -> None:

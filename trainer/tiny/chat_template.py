@@ -5,12 +5,33 @@ Every message renders as ``<|role|>\\n{content}<|end|>\\n`` and the generation p
 by exactly ``\\n<|user|>\\n…``: each turn's text extends the last one (the prefix-extension invariant that
 :mod:`trainer.trajectory` asserts). Nothing is stripped or rewritten in earlier turns.
 
+Tools (a format of our own, for the ``tool_calls`` protocol): with ``tools`` the system turn ends with
+``Tools:`` and one JSON schema per line (a system turn holding only them when the chat has no system
+message); a ``tool`` message renders as ``<|tool|>\\n{result}<|end|>\\n`` like any other role. The model calls
+a tool by writing ``<tool_call>{json}</tool_call>`` as its reply. Without tools nothing changes, so the
+tiny tokenizer, its corpus and every run on plain protocols are as before (no new special token).
+
 >>> render_chat([{"role": "user", "content": "hi"}], add_generation_prompt=True)
 '<|user|>\\nhi<|end|>\\n<|assistant|>\\n'
+>>> tools = [{"type": "function", "function": {"name": "go"}}]
+>>> print(render_chat([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "<tool_call>{}</tool_call>"},
+...                    {"role": "tool", "content": "ok"}], add_generation_prompt=True, tools=tools))
+<|system|>
+Tools:
+{"type": "function", "function": {"name": "go"}}<|end|>
+<|user|>
+hi<|end|>
+<|assistant|>
+<tool_call>{}</tool_call><|end|>
+<|tool|>
+ok<|end|>
+<|assistant|>
+<BLANKLINE>
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from functools import cache
 from typing import Any
@@ -19,7 +40,11 @@ PAD, END, SYSTEM, USER, ASSISTANT = "<|pad|>", "<|end|>", "<|system|>", "<|user|
 SPECIAL_TOKENS = (PAD, END, SYSTEM, USER, ASSISTANT)
 
 CHAT_TEMPLATE = (
-    "{% for m in messages %}{{ '<|' + m['role'] + '|>\\n' + m['content'] + '<|end|>\\n' }}{% endfor %}"
+    "{% set system_has_tools = tools and messages and messages[0]['role'] == 'system' %}"
+    "{% if tools %}{{ '<|system|>\\n' }}{% if system_has_tools %}{{ messages[0]['content'] + '\\n\\n' }}{% endif %}"
+    "{{ 'Tools:' }}{% for t in tools %}{{ '\\n' + (t | tojson) }}{% endfor %}{{ '<|end|>\\n' }}{% endif %}"
+    "{% for m in messages %}{% if not (loop.first and system_has_tools) %}"
+    "{{ '<|' + m['role'] + '|>\\n' + m['content'] + '<|end|>\\n' }}{% endif %}{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|assistant|>\\n' }}{% endif %}"
 )
 
@@ -28,9 +53,14 @@ CHAT_TEMPLATE = (
 def _compiled() -> Any:
     import jinja2
 
-    return jinja2.Environment().from_string(CHAT_TEMPLATE)
+    env = jinja2.Environment()
+    # transformers' chat-template ``tojson``: plain json.dumps (jinja2's own escapes <, >, & and ' for HTML)
+    env.filters["tojson"] = lambda value, indent=None: json.dumps(value, ensure_ascii=False, indent=indent)
+    return env.from_string(CHAT_TEMPLATE)
 
 
-def render_chat(messages: Sequence[dict[str, str]], *, add_generation_prompt: bool) -> str:
+def render_chat(messages: Sequence[dict[str, str]], *, add_generation_prompt: bool,
+                tools: Sequence[dict[str, Any]] | None = None) -> str:
     """The template applied with plain jinja2 (what ``tokenizer.apply_chat_template`` does, without a tokenizer)."""
-    return _compiled().render(messages=list(messages), add_generation_prompt=add_generation_prompt)
+    return _compiled().render(messages=list(messages), add_generation_prompt=add_generation_prompt,
+                              tools=list(tools) if tools is not None else None)
