@@ -12,7 +12,10 @@ class PrefixExtensionError(TrainerError):
 
     Training on such episodes would score tokens the policy never saw (the classic multi-turn bug), so the
     rollout stops instead. Typical cause: templates that drop ``<think>`` blocks of earlier assistant turns
-    or re-format past messages; use a template that renders past turns verbatim.
+    or re-format past messages; train such templates with ``rollout.sample_unit=turn`` (or ``auto``), or
+    use one that renders past turns verbatim (``policy.chat_template`` / ``policy.chat_template_kwargs``).
+    A reply that ends with a stop id other than the template's end-of-turn id is not this case (see
+    :meth:`trainer.backends.chat_tokens.ChatTokens.decode_as_turn`).
     """
 
 

@@ -60,6 +60,9 @@ def test_builds_the_real_architecture_with_an_exact_tokenizer(family, loaded, mo
     assert tokenizer.eos_token == spec.eos and tokenizer.pad_token == spec.pad
     copy = build_random_model(family, tmp_path / "copy", cache_dir=model_dirs[family].parent)
     assert (copy / "model.safetensors").read_bytes() == (model_dirs[family] / "model.safetensors").read_bytes()
+    rebuilt = build_random_model(family, None, cache_dir=tmp_path / "rebuilt")  # a fresh build: the same bytes
+    for name in ("model.safetensors", "tokenizer.json", "config.json", "chat_template.jinja"):
+        assert (rebuilt / name).read_bytes() == (copy / name).read_bytes(), name
     other = build_random_model(family, None, seed=1, cache_dir=tmp_path / "other")
     assert (other / "model.safetensors").read_bytes() != (copy / "model.safetensors").read_bytes()
 
