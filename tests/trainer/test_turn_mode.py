@@ -203,3 +203,49 @@ def test_bc_builds_turn_samples_on_a_rewriting_template(rewriting_policy):
             reply = rewriting_policy.encode(t.replies[k]) + [rewriting_policy.tokenizer.eos_token_id]
             assert s.token_ids[s.prompt_length:] == reply and s.loss_mask[s.prompt_length:] == [1] * len(reply)
             assert rewriting_policy.decode(s.token_ids[:s.prompt_length]).count("<|assistant|>") == min(k, 2) + 1
+
+
+def test_turn_mode_trains_ppo_token_exactly_with_the_critic_read_per_turn(tiny_overrides, tmp_path):
+    config = load_config(None, tiny_overrides + [
+        f"out_dir={tmp_path}", "env.max_turns=3", "rollout.tasks_per_step=2", "rollout.group_size=2",
+        "rollout.max_new_tokens=8", "rollout.sample_unit=turn", "rollout.turn_window=1",
+        "algorithm.estimator=ppo_gae", "algorithm.filter_zero_variance=false"])
+    trainer = Trainer(config)
+    try:
+        trajectories, _ = trainer.collect()
+        kept, advantages, _ = trainer.advantages(trajectories)
+        metrics = trainer.update(kept, advantages)
+    finally:
+        trainer.close()
+    assert all(len(t.segments) == t.num_turns == len(t.turn_values) for t in kept)
+    assert any(t.num_turns > 1 for t in kept)
+    assert metrics["updated"] == 1.0 and metrics["logprob_gap_max"] < 1e-4 and "value_loss" in metrics
+
+
+def test_qwen3_style_model_trains_two_steps_multi_turn_on_household_in_turn_mode(tmp_path, caplog):
+    """The issue's Done-when check: a Qwen3-style random model (thinking off: an empty think block in every
+    generation prompt, dropped from later renderings) picks turn mode, clones the expert (whose household
+    episodes take 4+ turns, hence max_turns 4) and trains 2 steps, sampled ids = scored ids."""
+    from trainer.models import build_random_model
+
+    path = build_random_model("qwen3", tmp_path / "qwen3", size="tiny")
+    config = load_config(None, [
+        "policy.kind=hf", f"policy.path={path}", "policy.chat_template_kwargs.enable_thinking=false",
+        "env.env_id=agentgym/Household-PickPlace-v0", "env.train_kwargs.split=train", "env.system_prompt=''",
+        "env.max_turns=4", "rollout.tasks_per_step=2", "rollout.group_size=2", "rollout.max_new_tokens=8",
+        "rollout.turn_window=1", "algorithm.estimator=gigpo", "algorithm.filter_zero_variance=false",
+        "bc.episodes=4", "bc.epochs=1",
+        "steps=2", "checkpoint_every=0", "progress=false", f"out_dir={tmp_path / 'run'}"])
+    with caplog.at_level(logging.WARNING, logger="trainer.rollout"):
+        trainer = Trainer(config)
+    try:
+        assert trainer.sample_unit == "turn" and "rewrites earlier turns" in caplog.text
+        records = fit(trainer, echo=None)
+    finally:
+        trainer.close()
+    bc, *steps = records
+    assert bc["phase"] == "bc" and bc["bc_trajectories"] > 0
+    assert [r["step"] for r in steps] == [1, 2]
+    for r in steps:
+        assert r["updated"] == 1.0 and r["turns"] > 1, r
+        assert r["logprob_gap_max"] < 1e-4, r
