@@ -22,7 +22,9 @@ import torch
 from agentgym_envs.core.hooks import has_expert
 from agentgym_envs.policies import SamplingConfig
 
-from .algorithms import CRITIC_ESTIMATORS, AdvantageSettings, estimate, group_by
+from .algorithms import CRITIC_ESTIMATORS, group_by
+from .algorithms.hooks import AlgorithmHooks
+from .algorithms.replay import current_logprobs
 from .backends.chat_tokens import read_chat_template
 from .backends.hf import HFPolicy
 from .bc import behaviour_clone, expert_trajectories
@@ -115,6 +117,7 @@ class Trainer:
         self.step = 0
         self.bc_done = config.bc.episodes == 0
         self._worker: RolloutWorker | None = None
+        self.hooks = AlgorithmHooks(config)  # TIGPO memory, replay buffer, filters, dynamic sampling (issue 18)
 
     # ----------------------------------------------------------------- state
     def state_dict(self) -> dict[str, Any]:
@@ -122,7 +125,8 @@ class Trainer:
                 "scheduler": self.scheduler.state_dict(), "sampler": self.sampler.state_dict(),
                 "ref_model": None if self.ref_model is None else self.ref_model.state_dict(),
                 "value_head": None if self.value_head is None else self.value_head.state_dict(),
-                "rng": capture_rng(), "step": self.step, "bc_done": self.bc_done, "config": to_dict(self.config)}
+                "rng": capture_rng(), "step": self.step, "bc_done": self.bc_done, "config": to_dict(self.config),
+                "algorithm": self.hooks.state_dict()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.model.load_state_dict(state["model"])
@@ -136,6 +140,7 @@ class Trainer:
             self.value_head.load_state_dict(state["value_head"])
         restore_rng(state["rng"])
         self.step, self.bc_done = state["step"], state["bc_done"]
+        self.hooks.load_state_dict(state.get("algorithm"))
         self.weights_changed()
 
     def save(self) -> Path:
@@ -220,8 +225,10 @@ class Trainer:
         sync_start = time.perf_counter()
         policy = self.sampling_policy()
         sync_s = time.perf_counter() - sync_start
-        trajectories, stats = self._worker.collect(policy, self.sampler.next(r.tasks_per_step), sampling=sampling,
-                                                   seed=derive_seed(self.config.seed, _ENV, self.step))
+        play = lambda tasks, sampling, seed: self._worker.collect(policy, tasks, sampling=sampling, seed=seed)  # noqa: E731
+        # the hooks pick the tasks (TIGPO revisits) and may re-collect (DAPO dynamic sampling)
+        trajectories, stats = self.hooks.collect(play, self.sampler, sampling=sampling,
+                                                 seed=derive_seed(self.config.seed, _ENV, self.step), step=self.step)
         done = [t for t in trajectories if t.infra_error is None]
         return trajectories, {
             "reward": sum(t.ret for t in done) / max(len(done), 1), "success": sum(t.won for t in done) / max(len(done), 1),
@@ -246,16 +253,18 @@ class Trainer:
         """Per-turn advantages of the trainable trajectories, after dropping zero-variance groups."""
         groups = [[t for t in g if t.trainable] for g in group_by(trajectories)]
         groups = [g for g in groups if len(g) == self.config.rollout.group_size]
-        kept = [g for g in groups if not (self.config.algorithm.filter_zero_variance and len({t.ret for t in g}) == 1)]
+        groups = self.hooks.shape(groups)  # TAO filter, EAPO tool-abuse penalty (off by default)
+        kept = [g for g in groups if not (self.config.algorithm.filter_zero_variance and self.hooks.no_variance(g))]
+        fresh, kept = kept, kept + self.hooks.replayed(lambda segments: current_logprobs(self, segments))
         alg = self.config.algorithm
         flat = [t for g in kept for t in g]
         if self.value_head is not None and flat:
             self._read_critic(flat)
-        settings = AdvantageSettings(gamma=alg.gamma, gigpo_omega=alg.gigpo_omega, gae_lambda=alg.gae_lambda)
-        per_turn = [a for g in (estimate(alg.estimator, kept, settings) if kept else []) for a in g]  # per trajectory
+        per_turn = [a for g in (self.hooks.estimate(alg.estimator, kept, self.hooks.settings()) if kept else []) for a in g]
         if alg.positive_only:
             per_turn = [[max(a, 0.0) for a in turns] for turns in per_turn]
-        return flat, per_turn, {"groups_kept": len(kept), "groups_total": len(groups)}
+        self.hooks.record(groups, fresh, self.step)
+        return flat, per_turn, {"groups_kept": len(fresh), "groups_total": len(groups), **self.hooks.metrics}
 
     @torch.no_grad()
     def _read_critic(self, trajectories: list[Trajectory]) -> None:

@@ -54,6 +54,9 @@ class Trajectory:
     """Env reward of each turn."""
     state_keys: list[str] = field(default_factory=list)
     """``state_key`` of the state each turn's reply was written in (for GiGPO step groups)."""
+    turn_valid: list[bool] = field(default_factory=list)
+    """Per turn, whether the env accepted the action (``info["action_valid"]``; a tool env's failed call is an
+    invalid action); empty when not recorded. TAO filtering reads it (:mod:`trainer.algorithms.tool_use`)."""
     replies: list[str] = field(default_factory=list)
     won: bool = False
     finish: Finish = "running"

@@ -11,17 +11,20 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
 from ..trajectory import Trajectory
 from .gae import gae_advantages
 from .gigpo import discounted_returns, gigpo_advantages, step_group_advantages
+from .graph import graph_step_advantages, mix
 from .outcome import grpo_advantages, reinforce_pp_advantages, rloo_advantages
+from .tigpo import cross_temporal_advantages
 
 __all__ = ["ESTIMATORS", "CRITIC_ESTIMATORS", "AdvantageSettings", "estimate", "token_advantages", "group_by", "grpo_advantages",
            "rloo_advantages", "reinforce_pp_advantages", "gae_advantages", "gigpo_advantages",
-           "step_group_advantages", "discounted_returns"]
+           "step_group_advantages", "discounted_returns", "graph_credit"]
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,11 @@ class AdvantageSettings:
     """Weight of GiGPO's step-level advantage."""
     gae_lambda: float = 0.95
     """GAE's λ (PPO)."""
+    graph_omega: float = 1.0
+    """Weight of the graph credit ``A^G`` in ``graphgpo`` and ``tigpo``."""
+    history: Any = None
+    """TIGPO's :class:`~trainer.algorithms.tigpo.TaskGraphMemory` (detached statistics: earlier transitions and
+    exploration returns), or ``None``: then ``tigpo`` is ``graphgpo``."""
 
 
 Estimator = Callable[[list[list[Trajectory]], AdvantageSettings], list[list[list[float]]]]
@@ -69,6 +77,29 @@ def _gigpo(normalize_std: bool) -> Estimator:
     return estimator
 
 
+def graph_credit(group: list[Trajectory], history: Any = None) -> list[list[float]]:
+    """``A^G`` of one group (:func:`~trainer.algorithms.graph.graph_step_advantages`), over the batch's edges
+    plus the history's transitions of the group's task when ``history`` is given."""
+    extra = history.edges(group[0].task_index) if history is not None else ()
+    return graph_step_advantages([t.state_keys for t in group], [t.won for t in group],
+                                 [t.finish == "terminated" for t in group], extra_edges=extra)
+
+
+def _graph(cross_temporal: bool) -> Estimator:
+    """GraphGPO (GRPO's ``A^E``) or TIGPO (the cross-temporal ``A^E`` on revisit groups), plus ``ω · A^G``."""
+
+    def estimator(groups: list[list[Trajectory]], settings: AdvantageSettings) -> list[list[list[float]]]:
+        history = settings.history if cross_temporal else None
+        out = []
+        for g in groups:
+            reference = history.reference(g) if history is not None else None
+            episode = cross_temporal_advantages([t.ret for t in g], reference or [])  # no reference: GRPO
+            out.append(mix(episode, graph_credit(g, history), settings.graph_omega))
+        return out
+
+    return estimator
+
+
 def _ppo_gae(groups: list[list[Trajectory]], settings: AdvantageSettings) -> list[list[list[float]]]:
     """GAE over turns from the critic's ``turn_values`` (PPO); groups play no part."""
     out = []
@@ -95,6 +126,8 @@ ESTIMATORS: dict[str, Estimator] = {
     "gigpo": _gigpo(normalize_std=True),
     "gigpo_mean": _gigpo(normalize_std=False),
     "ppo_gae": _ppo_gae,
+    "graphgpo": _graph(cross_temporal=False),
+    "tigpo": _graph(cross_temporal=True),
 }
 
 
