@@ -64,7 +64,7 @@ class ChatTokens:
     def end_of_turn_id(self) -> int | None:
         """The stop id the chat template writes right after an assistant reply, found by rendering a probe
         chat (``None`` when the template writes no stop id there). Cached per template and kwargs."""
-        key = (self.tokenizer.chat_template, repr(sorted(self.chat_template_kwargs.items())))
+        key = repr((self.tokenizer.chat_template, sorted(self.chat_template_kwargs.items())))  # (a dict of named templates too)
         cache = self.__dict__.setdefault("_end_of_turn", {})
         if key not in cache:
             cache[key] = _end_of_turn_id(self.tokenizer, self.stop_ids, self.chat_template_kwargs)
