@@ -24,6 +24,10 @@ def ppo_batch(tiny_overrides, tmp_path_factory):
                                                                 f"out_dir={tmp_path_factory.mktemp('ppo')}"]))
     trajectories, _ = trainer.collect()
     kept, _, _ = trainer.advantages(trajectories)  # reads the critic: turn_values set
+    for r, segment in enumerate(s for t in kept for s in t.segments):  # rows of different token counts, so the
+        sampled = [i for i, m in enumerate(segment.loss_mask) if m]   # three aggregations differ (untrained
+        for i in sampled[len(sampled) - (5 * r) % 11:]:               # replies all run to max_new_tokens)
+            segment.loss_mask[i] = 0
     advantages = [[(-1.0) ** k * (1.0 + 0.5 * turn) for turn in range(t.num_turns)] for k, t in enumerate(kept)]
     trainer.ref_model = trainer.reference_copy()
     generator = torch.Generator().manual_seed(0)
@@ -68,6 +72,17 @@ def test_four_micro_batches_give_the_one_forward_gradient_and_metrics(ppo_batch,
     for key in SHARE_METRICS:  # the whole minibatch's numbers, not the first micro-batch's
         assert m4[key] == pytest.approx(m1[key], rel=1e-5, abs=1e-6), key
     assert m1["clip_fraction"] > 0 and m1["kl_ref"] > 0 and m1["value_loss"] > 0
+
+
+def test_the_batch_tells_the_aggregations_apart(ppo_batch):
+    """Guards the test above: rows differ in token counts, so a wrong normaliser could not pass unseen."""
+    trainer, kept, advantages, returns = ppo_batch
+    losses = set()
+    for aggregation in AGGREGATIONS:
+        trainer.config.loss.aggregation = aggregation
+        losses.add(round(_gradients(trainer, kept, advantages, returns, 0)[1]["pg_loss"], 6))
+    assert len(losses) == len(AGGREGATIONS)
+    assert len({sum(s.loss_mask) for t in kept for s in t.segments}) > 2
 
 
 def test_normalising_each_micro_batch_by_itself_would_change_the_gradient(ppo_batch):
