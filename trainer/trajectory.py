@@ -205,10 +205,12 @@ def prefix_extension_mismatch(policy: TokenPolicy) -> str | None:
 
 
 def _end_of_turn(policy: TokenPolicy) -> list[int]:
-    """The id a reply ends with when the model stops by itself (none for a policy without a tokenizer)."""
-    tokenizer = getattr(policy, "tokenizer", None)
-    eos = getattr(tokenizer, "eos_token_id", None)
-    return [] if eos is None else [int(eos)]
+    """The id a reply ends with when the model stops by itself: the template's end-of-turn id where the policy
+    knows it (:meth:`~trainer.backends.chat_tokens.ChatTokens.end_of_turn_id`), else the tokenizer's EOS,
+    else none (a policy without a tokenizer)."""
+    known = getattr(policy, "end_of_turn_id", None)
+    end = known() if known is not None else getattr(getattr(policy, "tokenizer", None), "eos_token_id", None)
+    return [] if end is None else [int(end)]
 
 
 def _mismatch(seen: str, rendered: str, turn: int) -> str:

@@ -94,6 +94,14 @@ def rewriting_policy(tiny_model_and_tokenizer):
     return HFPolicy(copy.deepcopy(model), tokenizer)
 
 
+@pytest.fixture(scope="module")
+def family_dirs(tmp_path_factory):
+    from trainer.models import FAMILIES, build_random_model
+
+    cache = tmp_path_factory.mktemp("families")
+    return {f: build_random_model(f, None, cache_dir=cache) for f in FAMILIES}
+
+
 def _collect(policy, unit, window=4, tasks=(0, 5), spec=SPEC):
     worker = RolloutWorker(spec, tasks_per_batch=len(tasks), group_size=2, max_context_tokens=4096,
                            sample_unit=unit, turn_window=window)
@@ -179,6 +187,20 @@ def test_auto_picks_episodes_for_a_verbatim_template_and_turns_for_a_rewriting_o
     assert worker.sample_unit == "turn" and len(trajectories[0].segments) == trajectories[0].num_turns
 
 
+@pytest.mark.parametrize("family, kwargs, unit", [
+    ("qwen2", {}, "episode"), ("llama3", {}, "episode"), ("gemma", {}, "episode"),
+    ("qwen3", {}, "turn"), ("qwen3", {"enable_thinking": False}, "turn")])
+def test_auto_on_each_family_template(family_dirs, family, kwargs, unit):
+    """Gemma stops on <eos> but closes turns with <end_of_turn>: the probe ends its reply with the template's
+    end-of-turn id, so Gemma keeps episode mode; Qwen3 drops past reasoning, so it gets turns."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = family_dirs[family]
+    policy = HFPolicy(AutoModelForCausalLM.from_pretrained(path), AutoTokenizer.from_pretrained(path),
+                      chat_template_kwargs=kwargs)
+    assert resolve_sample_unit(policy, "auto") == unit
+
+
 def test_a_rewriting_template_in_episode_mode_raises_and_names_turn_mode(rewriting_policy):
     with pytest.raises(PrefixExtensionError, match="rollout.sample_unit=turn"):
         _collect(rewriting_policy, "episode")
@@ -222,15 +244,12 @@ def test_turn_mode_trains_ppo_token_exactly_with_the_critic_read_per_turn(tiny_o
     assert metrics["updated"] == 1.0 and metrics["logprob_gap_max"] < 1e-4 and "value_loss" in metrics
 
 
-def test_qwen3_style_model_trains_two_steps_multi_turn_on_household_in_turn_mode(tmp_path, caplog):
+def test_qwen3_style_model_trains_two_steps_multi_turn_on_household_in_turn_mode(family_dirs, tmp_path, caplog):
     """The issue's Done-when check: a Qwen3-style random model (thinking off: an empty think block in every
     generation prompt, dropped from later renderings) picks turn mode, clones the expert (whose household
     episodes take 4+ turns, hence max_turns 4) and trains 2 steps, sampled ids = scored ids."""
-    from trainer.models import build_random_model
-
-    path = build_random_model("qwen3", tmp_path / "qwen3", size="tiny")
     config = load_config(None, [
-        "policy.kind=hf", f"policy.path={path}", "policy.chat_template_kwargs.enable_thinking=false",
+        "policy.kind=hf", f"policy.path={family_dirs['qwen3']}", "policy.chat_template_kwargs.enable_thinking=false",
         "env.env_id=agentgym/Household-PickPlace-v0", "env.train_kwargs.split=train", "env.system_prompt=''",
         "env.max_turns=4", "rollout.tasks_per_step=2", "rollout.group_size=2", "rollout.max_new_tokens=8",
         "rollout.turn_window=1", "algorithm.estimator=gigpo", "algorithm.filter_zero_variance=false",
