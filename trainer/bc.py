@@ -45,7 +45,9 @@ def expert_trajectory(policy: HFPolicy, episode: TextEpisode, unlabeled_turns: f
     history = episode.history
     builder = TrajectoryBuilder(policy, episode_messages(history.system_prompt, history.first_observation, [],
                                                          tools=history.tools), task_index=episode.task_index)
-    eos = policy.tokenizer.eos_token_id
+    # the id the template closes a reply with (Gemma: <end_of_turn>, not its <eos>), as the model should learn to stop
+    end = policy.end_of_turn_id()
+    eos = end if end is not None else policy.tokenizer.eos_token_id
     for k, (reply, _) in enumerate(history.turns):
         ids = policy.encode(reply) + [eos]
         builder.add_reply(Completion(reply, ids, [0.0] * len(ids)), state_key="")

@@ -268,3 +268,20 @@ def test_qwen3_style_model_trains_two_steps_multi_turn_on_household_in_turn_mode
     for r in steps:
         assert r["updated"] == 1.0 and r["turns"] > 1, r
         assert r["logprob_gap_max"] < 1e-4, r
+
+
+@pytest.mark.parametrize("unit", ["episode", "turn"])
+def test_bc_replies_end_with_the_templates_end_of_turn_id(family_dirs, unit):
+    """Gemma's EOS is <eos>, but its template closes a reply with <end_of_turn>: BC teaches that one."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = family_dirs["gemma"]
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    policy = HFPolicy(AutoModelForCausalLM.from_pretrained(path), tokenizer)
+    spec = PlaySpec("agentgym/Household-PickPlace-v0", {"split": "train"}, max_turns=8, system_prompt="")
+    data = expert_trajectories(policy, spec, [0], seed=0, turn_window=2 if unit == "turn" else None)
+    end = tokenizer.convert_tokens_to_ids("<end_of_turn>")
+    assert data and end != tokenizer.eos_token_id
+    for t in data:
+        replies = [[i for i, m in zip(s.token_ids, s.loss_mask) if m] for s in t.segments]
+        assert sum(r.count(end) for r in replies) == t.num_turns and tokenizer.eos_token_id not in sum(replies, [])
