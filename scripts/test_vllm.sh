@@ -5,7 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install_vllm.sh
-VLLM_TESTS=(tests/trainer/test_vllm_backend.py tests/trainer/test_vllm_loop.py tests/leaderboards/test_lb_vllm.py
+VLLM_TESTS=(tests/trainer/test_vllm_backend.py tests/trainer/test_vllm_loop.py tests/trainer/test_vllm_colocated.py
+            tests/leaderboards/test_lb_vllm.py
             tests/test_doctests.py)
 # AGENTGYM_REQUIRE_VLLM: a vllm that does not import is an error here, never a silent deselection
 AGENTGYM_REQUIRE_VLLM=1 VLLM_LOGGING_LEVEL=${VLLM_LOGGING_LEVEL:-WARNING} \

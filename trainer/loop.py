@@ -100,7 +100,8 @@ class Trainer:
         if config.policy.backend == "vllm":
             from .backends.vllm import VLLMPolicy
 
-            self.rollout_policy = VLLMPolicy.from_model(model, tokenizer)
+            self.rollout_policy = VLLMPolicy.for_trainer(config.policy, model, tokenizer,
+                                                         chat_template_kwargs=self.policy.chat_template_kwargs)
         self.value_head = (ValueHead(model.config.hidden_size).to(self.device)
                            if config.algorithm.estimator in CRITIC_ESTIMATORS else None)
         trainable = [p for p in model.parameters() if p.requires_grad] + self._critic_parameters()
@@ -243,9 +244,12 @@ class Trainer:
 
     def sampling_policy(self) -> Any:
         """The policy that samples, with the trainer's current weights: a separate backend (vLLM) gets them
-        pushed in (``sync_from``) whenever they changed since its last sync (an update, BC, a resume)."""
-        if self._rollout_stale and self.rollout_policy is not self.policy:
-            self.rollout_policy.sync_from(self.model)
+        pushed in (``sync_from``) whenever they changed since its last sync (an update, BC, a resume) or a
+        level-2 sleep dropped them, then takes back the GPU memory it released for the update."""
+        if self.rollout_policy is not self.policy:
+            if self._rollout_stale or self.rollout_policy.weights_dropped:
+                self.rollout_policy.sync_from(self.model)
+            self.rollout_policy.wake_up()
         self._rollout_stale = False
         return self.rollout_policy
 
@@ -287,6 +291,8 @@ class Trainer:
         trajectories, metrics = self.collect()
         kept, advantages, adv_metrics = self.advantages(trajectories)
         metrics.update(adv_metrics)
+        if self.rollout_policy is not self.policy:  # a colocated vLLM engine frees its GPU memory for the update
+            metrics.update(self.rollout_policy.sleep())
         metrics.update(self.update(kept, advantages))
         self.step += 1
         return {"step": self.step, **metrics, "step_s": time.perf_counter() - start}

