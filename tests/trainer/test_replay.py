@@ -107,3 +107,23 @@ def test_a_short_run_mixes_a_stored_group_into_the_fresh_batch(tiny_overrides, t
         assert len(state["algorithm"]["replay"]["groups"]) == 4  # steps 1 and 2: two fresh groups each
     finally:
         trainer.close()
+
+
+def test_tigpo_with_replay_resumes_exactly(tiny_overrides, tmp_path):
+    """The memory and the buffer travel in the checkpoint: a killed run resumed equals the straight run."""
+    options = RUN[:-1] + ["steps=3", "checkpoint_every=1", "algorithm.estimator=tigpo",
+                          "algorithm.tigpo_revisit_fraction=0.5", "optim.lr=0.001"]
+    straight = Trainer(load_config(None, tiny_overrides + options + [f"out_dir={tmp_path / 'a'}"]))
+    log_a = fit(straight, echo=None)
+    straight.close()
+    first = Trainer(load_config(None, tiny_overrides + options + [f"out_dir={tmp_path / 'b'}"]))
+    fit(first, stop_after=2, echo=None)
+    first.close()
+    resumed = Trainer(load_config(None, tiny_overrides + options + [f"out_dir={tmp_path / 'b'}"]))
+    log_b = fit(resumed, echo=None)
+    resumed.close()
+    assert log_a[-1]["replay_groups"] == log_b[-1]["replay_groups"] == 1.0
+    assert log_a[-1]["loss"] == log_b[-1]["loss"]
+    a, b = straight.model.state_dict(), resumed.model.state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert straight.hooks.state_dict() == resumed.hooks.state_dict()
