@@ -1,7 +1,8 @@
 """Graph credit (GraphGPO): a state-transition graph of a task's rollouts, and each turn's progress on it.
 
-Source: "GraphGPO: Graph-based Group Policy Optimization" (the seed abstract, 2026; no arXiv id could be
-verified). Its abstract states the idea, not the formula: aggregate the rollouts into one state-transition
+Source: GraphGPO, "Beyond Trajectory-Level Attribution: Graph-Based Credit Assignment for Agentic
+Reinforcement Learning" (ICML 2026, arXiv:2605.26684). Only its abstract and summaries were read here, and
+they state the idea, not the formula: aggregate the rollouts into one state-transition
 graph, estimate each state's distance to the task goal from the whole graph, and credit each edge by how
 much the transition reduces that distance. The formulas below are our reading of that idea:
 

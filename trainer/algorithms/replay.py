@@ -1,8 +1,9 @@
 """Headroom-Drift replay: a bounded buffer of trained groups, mixed back into the fresh on-policy batch.
 
-Source: "Headroom-Drift Replay" (the seed abstract, 2026; no arXiv id could be verified): a group-level
-replay primitive for GRPO with two decisions, *headroom* ranking stored groups by remaining learning value
-and *drift* gating them by compatibility with the current policy; the fresh stream is unchanged. The
+Source: "Headroom-Drift Replay" (known here from its abstract only; no arXiv id could be found): a
+group-level replay primitive for GRPO with two decisions, *headroom* ranking stored groups by remaining
+learning value and *drift* gating them by compatibility with the current policy; the fresh stream is
+unchanged. The
 abstract names the two decisions, not their formulas; ours:
 
 * **Stored.** Every group the trainer trained on (non-zero variance), as its trajectories: tokens, the

@@ -1,7 +1,7 @@
 """TIGPO: graph credit over a persistent per-task transition graph, and revisits of earlier tasks.
 
-Source: "Temporal Instance-Graph Policy Optimization" (TIGPO; the seed abstract, 2026; no arXiv id could be
-verified). Its abstract gives the design, not the formulas; ours:
+Source: "Temporal Instance-Graph Policy Optimization" (TIGPO; known here from its abstract only; no arXiv id
+could be found). Its abstract gives the design, not the formulas; ours:
 
 * **Persistent graph.** :class:`TaskGraphMemory` keeps, per task, the transitions (``state_key`` edges,
   :func:`trainer.algorithms.graph.episode_edges`) of every group trained on it, from every earlier policy.

@@ -1,7 +1,7 @@
 """Tool-env data shaping: TAO-style filtering of failed tool use, and an EAPO-style tool-abuse penalty.
 
-**TAO filtering.** Source: "TAO-RL" (tool-aware trajectory filtering with entropy-guided exploration; the
-seed abstract, 2026; no arXiv id could be verified). Two filters: drop the trajectories whose *every* tool
+**TAO filtering.** Source: Cao et al. 2026, "Tool-Aware Optimization with Entropy Guidance for Efficient
+Agentic Reinforcement Learning" (TAO-RL), arXiv:2606.03762 (its abstract). Two filters: drop the trajectories whose *every* tool
 call failed to execute, and drop the groups whose rollouts all got the same outcome (both give degenerate
 advantages). The second is the trainer's ``algorithm.filter_zero_variance`` (reused, not repeated here).
 A tool env reports a failed call as an invalid action: the call did not parse, named an unknown tool or
@@ -10,8 +10,8 @@ is false); :attr:`~trainer.trajectory.Trajectory.turn_valid` holds it per turn (
 yet: docs/trainer.md, More estimators). A trajectory without that record is never dropped. TAO's
 entropy bonus at post-tool-call tokens is not implemented.
 
-**EAPO penalty.** Source: "EAPO: Efficient Agentic Policy Optimization" (the seed abstract, 2026; no arXiv
-id could be verified): difficulty-aware reward shaping that penalises redundant tool calls mainly on
+**EAPO penalty.** Source: Chen et al. 2026, "Learning When Not to Act: Mitigating Tool Abuse in Agentic
+Reinforcement Learning" (EAPO), arXiv:2606.02132 (its abstract): difficulty-aware reward shaping that penalises redundant tool calls mainly on
 easier queries. The abstract gives no formula; ours: a call is *redundant* when the episode already made
 the same call (the reply text with whitespace collapsed); the group's success rate ``p`` (fraction won)
 measures how easy the task is for the current policy, and each redundant call's turn reward becomes
