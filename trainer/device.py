@@ -75,3 +75,62 @@ def place_model(model: Any, device: torch.device, dtype: torch.dtype, *, gradien
         if hasattr(model, "get_base_model"):  # peft: the frozen base's embeddings would cut the graph
             model.enable_input_require_grads()
     return model
+
+
+def float32_master(optimizer: torch.optim.Optimizer) -> torch.optim.Optimizer:
+    """Make ``optimizer`` update low-precision (bf16) parameters through float32 master copies; returns it.
+
+    Pure bf16 weights lose small updates: bf16 keeps 8 significant bits, so a weight of 0.02 moves only in
+    steps of ~1.5e-4 and AdamW's ~``lr`` = 1e-6 per step rounds away every time (the model never learns). Here
+    each bf16 parameter's optimiser state holds ``master`` (its float32 value) and the moments in float32;
+    a step swaps the masters in (with the bf16 gradients upcast), steps, and writes the rounded masters back.
+    float32 parameters are untouched, so a float32 run is bit for bit the plain optimiser. The masters are in
+    ``optimizer.state_dict()`` and are restored in float32 by ``load_state_dict`` (a resume keeps them exact).
+    """
+    swapped: list[tuple[dict, int, torch.Tensor, torch.Tensor]] = []
+
+    def swap_in(opt: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        for group in opt.param_groups:
+            for i, p in enumerate(group["params"]):
+                if p.grad is None or p.dtype == torch.float32:
+                    continue
+                state = opt.state.pop(p, {})
+                master = state.pop("master", None)
+                master = p.detach().float() if master is None else master
+                master.grad = p.grad.float()
+                opt.state[master], group["params"][i] = state, master
+                swapped.append((group, i, p, master))
+
+    @torch.no_grad()
+    def swap_out(opt: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        for group, i, p, master in swapped:
+            p.copy_(master)
+            master.grad = None
+            state = opt.state.pop(master)
+            state["master"], group["params"][i] = master, p
+            opt.state[p] = state
+        swapped.clear()
+
+    saved: list[dict] = []
+
+    def keep(opt: torch.optim.Optimizer, state_dict: dict) -> None:
+        saved.append(state_dict)
+
+    def restore_float32(opt: torch.optim.Optimizer) -> None:
+        """``load_state_dict`` casts state to the parameter's dtype; the masters and moments must stay float32."""
+        state_dict = saved.pop()
+        ids = [i for g in state_dict["param_groups"] for i in g["params"]]
+        by_id = dict(zip(ids, (p for g in opt.param_groups for p in g["params"])))
+        for key, values in state_dict["state"].items():
+            p = by_id.get(key)
+            if p is None or p.dtype == torch.float32:
+                continue
+            for name, value in values.items():
+                if name != "step" and torch.is_tensor(value) and value.is_floating_point():
+                    opt.state[p][name] = value.to(device=p.device, dtype=torch.float32)
+
+    optimizer.register_step_pre_hook(swap_in)
+    optimizer.register_step_post_hook(swap_out)
+    optimizer.register_load_state_dict_pre_hook(keep)
+    optimizer.register_load_state_dict_post_hook(restore_float32)
+    return optimizer

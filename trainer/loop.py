@@ -33,7 +33,7 @@ from .config import EnvConfig, TrainConfig, to_dict
 from .errors import CheckpointError
 from .episodes import SEEDED_EVAL_TASKS, PlaySpec, run_text_episodes, success_rate
 from .log import JsonlLogger, TensorBoardLogger, summary_line
-from .device import place_model, resolve_device, resolve_dtype
+from .device import float32_master, place_model, resolve_device, resolve_dtype
 from .logprobs import pack
 from .rollout import RolloutWorker, resolve_sample_unit
 from .seeding import TaskSampler, capture_rng, derive_seed, restore_rng
@@ -106,8 +106,9 @@ class Trainer:
                            if config.algorithm.estimator in CRITIC_ESTIMATORS else None)
         trainable = [p for p in model.parameters() if p.requires_grad] + self._critic_parameters()
         optim = config.optim
-        self.optimizer = (torch.optim.SGD(trainable, lr=optim.lr, weight_decay=optim.weight_decay) if optim.name == "sgd"
-                          else torch.optim.AdamW(trainable, lr=optim.lr, weight_decay=optim.weight_decay))
+        self.optimizer = float32_master(  # bf16 weights step through float32 masters (trainer/device.py)
+            torch.optim.SGD(trainable, lr=optim.lr, weight_decay=optim.weight_decay) if optim.name == "sgd"
+            else torch.optim.AdamW(trainable, lr=optim.lr, weight_decay=optim.weight_decay))
         warmup = max(config.optim.warmup_steps, 1)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda s: min(1.0, (s + 1) / warmup))
         self.train_spec, self.eval_spec = play_specs(config.env)

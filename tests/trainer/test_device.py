@@ -1,14 +1,16 @@
 """``policy.device``, ``policy.dtype``, ``policy.gradient_checkpointing`` and the Triton dispatch (issue 17 §4)."""
 
+import copy
+
 import pytest
 import torch
 
 from trainer.config import load_config
-from trainer.device import resolve_device, resolve_dtype
+from trainer.device import float32_master, resolve_device, resolve_dtype
 from trainer.errors import ConfigError
 from trainer.kernels import pick_backend
 from trainer.logprobs import token_logprobs
-from trainer.loop import Trainer
+from trainer.loop import Trainer, fit
 from trainer.update import _pack_minibatch, accumulate_gradients
 
 RUN = ["env.max_turns=2", "rollout.tasks_per_step=2", "rollout.group_size=2", "rollout.max_new_tokens=6",
@@ -96,5 +98,72 @@ def test_bfloat16_weights_train_on_cpu_with_float32_loss_maths(tiny_overrides, t
         assert metrics["updated"] == 1.0 and torch.isfinite(torch.tensor([metrics["loss"], metrics["grad_norm"]])).all()
         assert metrics["logprob_gap_mean"] < 0.5  # bf16 rounding, not a different policy
         assert any(not torch.equal(p.detach(), before[n]) for n, p in trainer.model.named_parameters())
+        for p in trainer.model.parameters():  # each bf16 weight is its float32 master, rounded
+            master = trainer.optimizer.state[p]["master"]
+            assert master.dtype == torch.float32 and torch.equal(p.detach(), master.to(torch.bfloat16))
     finally:
         trainer.close()
+
+
+def _bf16_steps(optimizer_class, master: bool, steps: int = 200, lr: float = 1e-6):
+    weight = torch.nn.Parameter(torch.full((8,), 0.02, dtype=torch.bfloat16))
+    optimizer = optimizer_class([weight], lr=lr)
+    if master:
+        float32_master(optimizer)
+    for _ in range(steps):
+        weight.grad = torch.ones_like(weight)
+        optimizer.step()
+    return weight, optimizer
+
+
+@pytest.mark.parametrize("optimizer_class", [torch.optim.SGD, torch.optim.AdamW])
+def test_bf16_weights_learn_at_small_lr_through_float32_masters(optimizer_class):
+    """200 steps of ~1e-6 move a weight of 0.02 by ~2e-4 (more than a bf16 step there, ~1.5e-4): plain bf16
+    rounds every step away and never moves; the float32 master does."""
+    plain, _ = _bf16_steps(optimizer_class, master=False)
+    kept, optimizer = _bf16_steps(optimizer_class, master=True)
+    start = torch.tensor(0.02, dtype=torch.bfloat16)
+    assert torch.equal(plain.detach(), torch.full_like(plain, start))
+    assert float(kept[0]) < float(start) and float(kept[0]) == pytest.approx(0.02 - 200 * 1e-6, abs=1.5e-4)
+    state = next(iter(optimizer.state.values()))
+    assert {v.dtype for k, v in state.items() if k != "step"} == {torch.float32}
+
+
+def test_float32_masters_resume_exactly_and_leave_float32_runs_alone():
+    weight, optimizer = _bf16_steps(torch.optim.AdamW, master=True, steps=50)
+    saved = copy.deepcopy(optimizer.state_dict())
+    twin = torch.nn.Parameter(weight.detach().clone())
+    resumed = float32_master(torch.optim.AdamW([twin], lr=1e-6))
+    resumed.load_state_dict(saved)  # load_state_dict would cast the state to bf16; the masters stay float32
+    assert resumed.state[twin]["master"].dtype == torch.float32
+    for _ in range(20):
+        for w, o in ((weight, optimizer), (twin, resumed)):
+            w.grad = torch.ones_like(w)
+            o.step()
+    assert torch.equal(weight.detach(), twin.detach())
+    assert torch.equal(optimizer.state[weight]["master"], resumed.state[twin]["master"])
+    a, b = (torch.nn.Parameter(torch.linspace(-1, 1, 8)) for _ in range(2))
+    plain, wrapped = torch.optim.AdamW([a], lr=1e-2), float32_master(torch.optim.AdamW([b], lr=1e-2))
+    for _ in range(5):
+        for w, o in ((a, plain), (b, wrapped)):
+            w.grad = torch.sin(w.detach() * 3)
+            o.step()
+    assert torch.equal(a, b) and "master" not in wrapped.state[b]
+
+
+def test_a_killed_bf16_run_resumes_to_the_straight_runs_weights(tiny_overrides, tmp_path):
+    run = tiny_overrides + RUN + ["policy.dtype=bfloat16", "steps=2", "checkpoint_every=1", "optim.lr=1e-5"]
+    straight = Trainer(load_config(None, run + [f"out_dir={tmp_path / 'a'}"]))
+    fit(straight, echo=None)
+    straight.close()
+    first = Trainer(load_config(None, run + [f"out_dir={tmp_path / 'b'}"]))
+    fit(first, stop_after=1, echo=None)
+    first.close()
+    resumed = Trainer(load_config(None, run + [f"out_dir={tmp_path / 'b'}"]))
+    fit(resumed, echo=None)
+    resumed.close()
+    a, b = straight.model.state_dict(), resumed.model.state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    masters = [(straight.optimizer.state[p]["master"], resumed.optimizer.state[q]["master"])
+               for p, q in zip(straight.model.parameters(), resumed.model.parameters())]
+    assert all(x.dtype == torch.float32 and torch.equal(x, y) for x, y in masters)
