@@ -66,3 +66,27 @@ def test_a_resumed_run_syncs_the_checkpoint_weights(tmp_path, tiny_overrides):
     finally:
         resumed.close()
     assert record["step"] == 3 and record["logprob_gap_max"] < TOL
+
+
+def test_lora_training_with_the_trainers_chat_template_samples_on_policy_through_the_engine(tmp_path, tiny_overrides,
+                                                                                            tiny_model_and_tokenizer):
+    """policy.chat_template (a file) and policy.chat_template_kwargs reach the engine's rendering, and a LoRA
+    policy is synced merged after every update: the logged gap stays at float precision."""
+    from trainer.loop import fit
+
+    _, tokenizer = tiny_model_and_tokenizer
+    template = tmp_path / "persona.jinja"
+    template.write_text("{% if persona %}[{{ persona }}]{% endif %}" + tokenizer.chat_template)
+    trainer = _trainer(tiny_overrides + SMALL_RUN + [f"out_dir={tmp_path / 'run'}", "steps=2", "policy.lora.rank=4",
+                                                      f"policy.chat_template={template}",
+                                                      "policy.chat_template_kwargs={persona: pirate}"])
+    try:
+        messages = [{"role": "user", "content": "Your task is to: put a pen in desk."}]
+        rendered = trainer.rollout_policy.render_chat(messages)
+        assert rendered.startswith("[pirate]") and rendered == trainer.policy.render_chat(messages)
+        records = [r for r in fit(trainer, echo=None) if "reward" in r]
+    finally:
+        trainer.close()
+    assert [r["step"] for r in records] == [1, 2] and all(r["updated"] == 1.0 for r in records)
+    assert all(r["logprob_gap_max"] < TOL for r in records), records
+    assert trainer.rollout_policy.weight_version == 1 + 1  # the start, then the sync before collection 2
