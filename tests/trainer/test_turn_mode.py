@@ -154,6 +154,7 @@ def test_every_estimator_gives_each_turn_the_same_advantage_in_both_modes():
     rng = torch.Generator().manual_seed(0)
     for e, t in zip(episodes, turns):  # the same rewards, states and critic values on both sides
         assert t.replies == e.replies and len(t.segments) == t.num_turns
+        assert max(len(s.token_ids) for s in t.segments) < len(e.token_ids)  # one turn of history, not all of them
         e.rewards = t.rewards = torch.randint(0, 3, (e.num_turns,), generator=rng).double().div(2).tolist()
         e.state_keys = t.state_keys = [f"s{k % 2}" for k in range(e.num_turns)]
         e.turn_values = t.turn_values = [0.1 * k for k in range(e.num_turns)]
@@ -285,3 +286,26 @@ def test_bc_replies_end_with_the_templates_end_of_turn_id(family_dirs, unit):
     for t in data:
         replies = [[i for i, m in zip(s.token_ids, s.loss_mask) if m] for s in t.segments]
         assert sum(r.count(end) for r in replies) == t.num_turns and tokenizer.eos_token_id not in sum(replies, [])
+
+
+def test_turn_prompts_over_the_budget_shrink_to_fold_keep_turns_or_end_the_episode():
+    spec = replace(SPEC, max_turns=8)
+
+    def run(fold_keep_turns, budget=600 + SAMPLING.max_new_tokens):
+        worker = RolloutWorker(spec, tasks_per_batch=3, group_size=2, max_context_tokens=budget, sample_unit="turn",
+                               turn_window=3, fold_keep_turns=fold_keep_turns)
+        try:
+            return worker.collect(Scripted(), [0, 5, 7], sampling=SAMPLING, seed=0)[0]
+        finally:
+            worker.close()
+
+    free, ended, shrunk = run(0, budget=100_000), run(0), run(1)
+    assert any(max(s.prompt_length for s in t.segments) > 600 for t in free)  # the budget binds somewhere
+    for f, e, s in zip(free, ended, shrunk):
+        over = next((k for k, seg in enumerate(f.segments) if seg.prompt_length > 600), None)
+        if over is None:
+            assert e.num_turns == s.num_turns == f.num_turns
+            continue
+        assert (e.finish, e.num_turns) == ("context", over)
+        assert len(e.segments) == over and all(any(seg.loss_mask) for seg in e.segments)  # no prompt-only row
+        assert s.num_turns > over and all(seg.prompt_length <= 600 for seg in s.segments)
