@@ -153,6 +153,12 @@ class TextEnv(gymnasium.Env[str, str]):
         """OpenAI-style function schemas when the env exposes tools."""
         return None
 
+    def as_tool_call(self, action: str) -> dict[str, Any] | None:
+        """A native ``action`` written in a grammar other than calls (a bash command, a ``<search>`` tag) as a
+        call ``{"name", "arguments"}`` of :attr:`tools`, so the tool-call protocol can render scripted replies;
+        ``None`` (default) when the action is a call expression already (``guess(number=3)``)."""
+        return None
+
     def metrics(self) -> dict[str, float]:
         """Numbers about the current state worth logging, in ``info["metrics"]`` on every step (also invalid ones).
 

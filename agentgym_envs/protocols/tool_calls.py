@@ -106,10 +106,11 @@ class ToolCalls(ActionProtocol):
 
     def render(self, action: str, env: Any = None, *, thought: str | None = None) -> str:
         env_tools = _env_tools(env)
+        as_call = getattr(env, "as_tool_call", None)
         if env is not None and env_tools is None:
             call = {"name": ACT_TOOL, "arguments": {"action": action}}
         else:
-            call = _call_object(action, env_tools or [])
+            call = (as_call(action) if callable(as_call) else None) or _call_object(action, env_tools or [])
         prefix = f"{thought}\n" if thought else ""
         return f"{prefix}{_TAG_OPEN}\n{json.dumps(call, ensure_ascii=False)}\n{_TAG_CLOSE}"
 

@@ -197,6 +197,13 @@ class SearchEnv(ToolEnv, TaskEnv):
         """The scripted solver's next reply (see :mod:`.expert`)."""
         return expert_action(self.qa, self._queries, set(self._shown))
 
+    def as_tool_call(self, action: str) -> dict[str, Any] | None:
+        """A ``<search>``/``<answer>`` tag reply as the ``search(query)`` / ``answer(text)`` call (its reasoning dropped)."""
+        tag = parse_tags(action)
+        if tag is None:
+            return None
+        return {"name": tag.verb, "arguments": {"query" if tag.verb == "search" else "text": tag.argument}}
+
     def metrics(self) -> dict[str, float]:
         m = {"searches": float(len(self._queries)), "turns": float(self._turns), "answered": float(self._answered),
              "em": self._em, "f1": self._f1, "format_ok": float(self._format_ok)}

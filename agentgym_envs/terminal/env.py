@@ -179,6 +179,11 @@ class TerminalEnv(TaskEnv):
     def tools(self) -> list[dict[str, Any]]:
         return copy.deepcopy(TOOLS)  # a consumer editing its copy cannot change the module's
 
+    def as_tool_call(self, action: str) -> dict[str, Any]:
+        """A command as the ``bash(command)`` call, ``submit`` as ``submit()``."""
+        kind, command = parse_action(action)
+        return {"name": "submit", "arguments": {}} if kind == "submit" else {"name": "bash", "arguments": {"command": command}}
+
     def state_key_material(self) -> str:
         """The task and the commands run so far: silent commands leave the last observation unchanged
         (``[exit code 0] /work$``), so the default key would merge different file-system states."""

@@ -13,6 +13,7 @@ import pytest
 import agentgym_envs
 from agentgym_envs.policies import Completion, SamplingConfig
 from trainer.backends.chat_tokens import ChatTokens
+from trainer.bc import expert_trajectories
 from trainer.backends.openai_http import OpenAIHTTPPolicy
 from trainer.config import load_config
 from trainer.episodes import PlaySpec, auto_protocol, run_text_episodes, task_seed
@@ -226,3 +227,18 @@ def test_the_http_policy_sends_the_chats_tools_and_answers_each_call_by_id():
     assert assistant["tool_calls"][0]["function"] == {"name": "guess", "arguments": '{"number": 7}'}
     assert tool == {"role": "tool", "content": episode.history.turns[0][1], "tool_call_id": assistant["tool_calls"][0]["id"]}
     assert "tools" not in requests[0]["messages"][0]
+
+
+@pytest.mark.parametrize("env_id", ["agentgym/Search-1Hop-v0", "agentgym/Terminal-v0"])
+def test_bc_clones_the_expert_as_tool_calls_on_tool_envs_whose_native_actions_are_not_calls(env_id, tiny_overrides,
+                                                                                             tmp_path):
+    # Search's expert writes <search> tags and Terminal's bash commands: rendering them as tool calls raised
+    # ValueError ("cannot render … as a tool call") before the envs' as_tool_call hook.
+    trainer = Trainer(load_config(None, tiny_overrides + SMALL + [f"env.env_id={env_id}", "bc.episodes=2", "bc.epochs=1",
+                                                                  "env.max_turns=4", f"out_dir={tmp_path}"]))
+    assert trainer.train_spec.protocol == "tool_calls"
+    data = expert_trajectories(trainer.policy, trainer.train_spec, [0, 1], seed=0, explore=0.0)
+    replies = [r for t in data for r in t.replies]
+    assert replies and all(r.startswith("<tool_call>\n{\"name\": ") for r in replies), replies
+    assert any(t.won for t in data)  # the calls reached the env and solved tasks
+    assert trainer.warm_up()["bc_trajectories"] == 2
