@@ -251,7 +251,7 @@ def _sync_checks(checks: dict, policy: Any, model: Any, prompts: list, first: li
     with torch.no_grad():
         for p in model.parameters():
             noise = torch.randn(p.shape, generator=generator).to(p.device, p.dtype)
-            p.add_(noise * (p.float().std().clamp_min(0.02) * 2).to(p.dtype))
+            p.add_(noise * (p.float().std().nan_to_num(0.02).clamp_min(0.02) * 2).to(p.dtype))
     try:
         seconds = policy.sync_from(model)
         synced = _gap_check(checks, "synced_gap", policy, model, prompts, bound)

@@ -43,6 +43,45 @@ def colocated(tiny_model_and_tokenizer):
     policy.close()
 
 
+@pytest.mark.parametrize("on_cpu", [False, True])
+def test_the_engine_is_asked_for_its_gpu_share_and_sleep_mode_on_cuda_only(monkeypatch, tmp_path, on_cpu,
+                                                                            tiny_model_and_tokenizer):
+    """What ``vllm.LLM`` is given (a recording stand-in that stops there): on CUDA the memory share and sleep
+    mode, and none of the CPU workarounds; on CPU the reverse. The real CUDA engine: scripts/gpu_check_vllm.py."""
+    import weakref
+
+    import vllm
+    from vllm.platforms import current_platform
+
+    from trainer.backends import vllm_sleep
+    from trainer.backends.vllm import VLLMPolicy
+    from trainer.errors import BackendError
+
+    model, tokenizer = tiny_model_and_tokenizer
+    model.config.save_pretrained(str(tmp_path))
+    tokenizer.save_pretrained(str(tmp_path))
+    seen = {}
+
+    class RecordingLLM:
+        def __init__(self, **kwargs):
+            seen.update(kwargs)
+            raise RuntimeError("stopped before starting")
+
+    monkeypatch.setattr(vllm, "LLM", RecordingLLM)
+    monkeypatch.setattr(current_platform, "is_cpu", lambda: on_cpu)
+    monkeypatch.setattr(vllm_sleep, "sleep_supported", lambda: not on_cpu)
+    monkeypatch.setattr(VLLMPolicy, "_open", weakref.WeakSet())  # the module's engine may be running
+    with pytest.raises(BackendError, match="stopped before starting"):
+        VLLMPolicy(tmp_path, tokenizer, load_format="dummy", gpu_memory_utilization=0.25, sleep_level=1)
+    if on_cpu:
+        assert "gpu_memory_utilization" not in seen and "enable_sleep_mode" not in seen
+        assert seen["enable_chunked_prefill"] is False and seen["kv_cache_memory_bytes"] > 0
+    else:
+        assert seen["gpu_memory_utilization"] == 0.25 and seen["enable_sleep_mode"] is True
+        assert "enable_chunked_prefill" not in seen and "kv_cache_memory_bytes" not in seen
+    assert seen["logprobs_mode"] == "processed_logprobs" and seen["enforce_eager"] is True
+
+
 def _gap(policy_model, prompts, completions):
     from tests.trainer.test_vllm_backend import recomputed_gap
 
