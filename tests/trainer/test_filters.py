@@ -127,3 +127,16 @@ def test_a_short_run_trains_with_the_filters_on(tiny_overrides, tmp_path, option
             assert record["tao_dropped"] == 0.0 and record["updated"] == 1.0  # Maze reports no tool calls
     finally:
         trainer.close()
+
+
+def test_tigpo_and_dynamic_sampling_refuse_to_run_on_several_ranks(monkeypatch):
+    monkeypatch.setattr("trainer.algorithms.hooks._ranks", lambda: 2)  # as under torchrun --nproc_per_node 2
+    from agentgym_envs.policies import SamplingConfig
+
+    play = lambda tasks, sampling, seed: (batch([[0, 1], [1, 0]]), RolloutStats())  # noqa: E731
+    for options in (["algorithm.estimator=tigpo"], ["algorithm.dynamic_sampling_tries=2"]):
+        hooks = AlgorithmHooks(load_config(None, ["rollout.tasks_per_step=2", *options]))
+        with pytest.raises(ConfigError, match="the ranks' task lists would differ"):
+            hooks.collect(play, TaskSampler(4, seed=0), sampling=SamplingConfig(), seed=0, step=0)
+    plain = AlgorithmHooks(load_config(None, ["rollout.tasks_per_step=2"]))  # the plain collection runs on any rank
+    assert len(plain.collect(play, TaskSampler(4, seed=0), sampling=SamplingConfig(), seed=0, step=0)[0]) == 4

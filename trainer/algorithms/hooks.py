@@ -20,6 +20,7 @@ from collections import defaultdict
 from dataclasses import replace
 from typing import Any
 
+from ..errors import ConfigError
 from ..trajectory import Trajectory
 from . import AdvantageSettings, estimate, graph_credit
 from .dynamic_sampling import collect_until_varied
@@ -31,6 +32,13 @@ _TRY = 9
 """Derived-seed purpose of the extra collections of dynamic sampling."""
 
 Groups = list[list[Trajectory]]
+
+
+def _ranks() -> int:
+    """World size of an initialised ``torch.distributed`` group (1 without one)."""
+    import torch.distributed as dist
+
+    return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
 
 
 class AlgorithmHooks:
@@ -49,11 +57,15 @@ class AlgorithmHooks:
 
         Collection 0 plays TIGPO's revisit tasks then the sampler's (just the sampler's without ``tigpo``)
         with the step's seeds; dynamic sampling's extra collections draw new tasks with derived seeds.
-        Under ``torchrun`` each rank decides on its own groups, so keep ``dynamic_sampling_tries`` 1 there.
+        Under ``torchrun`` each rank would decide on its own groups, so TIGPO and dynamic sampling refuse to run there.
         """
         from ..rollout import RolloutStats
         from ..seeding import derive_seed
 
+        if _ranks() > 1 and (self.memory is not None or self.config.algorithm.dynamic_sampling_tries > 1):
+            raise ConfigError("algorithm.estimator=tigpo and dynamic_sampling_tries > 1 pick tasks from each rank's "
+                              f"own groups, so the ranks' task lists would differ (expected 1 rank, got {_ranks()}); "
+                              "train them without torchrun, or use graphgpo / dynamic_sampling_tries=1")
         n, made_stats = self.config.rollout.tasks_per_step, []
 
         def once(k: int) -> list[Trajectory]:
