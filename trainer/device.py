@@ -87,9 +87,23 @@ def float32_master(optimizer: torch.optim.Optimizer) -> torch.optim.Optimizer:
     float32 parameters are untouched, so a float32 run is bit for bit the plain optimiser. The masters are in
     ``optimizer.state_dict()`` and are restored in float32 by ``load_state_dict`` (a resume keeps them exact).
     """
-    swapped: list[tuple[dict, int, torch.Tensor, torch.Tensor]] = []
+    masters = _Float32Masters()
+    optimizer.register_step_pre_hook(masters.swap_in)
+    optimizer.register_step_post_hook(masters.swap_out)
+    optimizer.register_load_state_dict_pre_hook(masters.keep)
+    optimizer.register_load_state_dict_post_hook(masters.restore_float32)
+    return optimizer
 
-    def swap_in(opt: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+
+class _Float32Masters:
+    """The hooks of :func:`float32_master`: what is swapped during a step, and the state dict being loaded."""
+
+    def __init__(self) -> None:
+        self.swapped: list[tuple[dict, int, torch.Tensor, torch.Tensor]] = []  # (group, index, param, master)
+        self.loading: list[dict] = []
+
+    def swap_in(self, opt: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        """Before a step: each bf16 parameter with a gradient is replaced by its master (state moved with it)."""
         for group in opt.param_groups:
             for i, p in enumerate(group["params"]):
                 if p.grad is None or p.dtype == torch.float32:
@@ -99,26 +113,25 @@ def float32_master(optimizer: torch.optim.Optimizer) -> torch.optim.Optimizer:
                 master = p.detach().float() if master is None else master
                 master.grad = p.grad.float()
                 opt.state[master], group["params"][i] = state, master
-                swapped.append((group, i, p, master))
+                self.swapped.append((group, i, p, master))
 
     @torch.no_grad()
-    def swap_out(opt: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
-        for group, i, p, master in swapped:
+    def swap_out(self, opt: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        """After a step: the rounded masters become the weights; the state (master included) goes back to them."""
+        for group, i, p, master in self.swapped:
             p.copy_(master)
             master.grad = None
             state = opt.state.pop(master)
             state["master"], group["params"][i] = master, p
             opt.state[p] = state
-        swapped.clear()
+        self.swapped.clear()
 
-    saved: list[dict] = []
+    def keep(self, opt: torch.optim.Optimizer, state_dict: dict) -> None:
+        self.loading.append(state_dict)
 
-    def keep(opt: torch.optim.Optimizer, state_dict: dict) -> None:
-        saved.append(state_dict)
-
-    def restore_float32(opt: torch.optim.Optimizer) -> None:
+    def restore_float32(self, opt: torch.optim.Optimizer) -> None:
         """``load_state_dict`` casts state to the parameter's dtype; the masters and moments must stay float32."""
-        state_dict = saved.pop()
+        state_dict = self.loading.pop()
         ids = [i for g in state_dict["param_groups"] for i in g["params"]]
         by_id = dict(zip(ids, (p for g in opt.param_groups for p in g["params"])))
         for key, values in state_dict["state"].items():
@@ -128,9 +141,3 @@ def float32_master(optimizer: torch.optim.Optimizer) -> torch.optim.Optimizer:
             for name, value in values.items():
                 if name != "step" and torch.is_tensor(value) and value.is_floating_point():
                     opt.state[p][name] = value.to(device=p.device, dtype=torch.float32)
-
-    optimizer.register_step_pre_hook(swap_in)
-    optimizer.register_step_post_hook(swap_out)
-    optimizer.register_load_state_dict_pre_hook(keep)
-    optimizer.register_load_state_dict_post_hook(restore_float32)
-    return optimizer
