@@ -114,7 +114,8 @@ class AlgorithmHooks:
 
     def estimate(self, name: str, groups: Groups, settings: AdvantageSettings) -> list[list[list[float]]]:
         """The registry's estimator on each same-size bucket of groups (one bucket unless TAO dropped some),
-        in ``groups`` order; plus ``graph_mix · A^G`` per turn when set."""
+        in ``groups`` order; plus ``graph_mix · A^G`` per turn when set. Per-group estimators are exact per
+        bucket; ``reinforce_pp``'s batch std is then each bucket's."""
         by_size: dict[int, list[int]] = defaultdict(list)
         for i, g in enumerate(groups):
             by_size[len(g)].append(i)
