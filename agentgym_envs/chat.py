@@ -33,6 +33,7 @@ Plain data, no tokenisation, deterministic: policies and the trainer render thes
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal, Mapping, Sequence, TypedDict
 
 from .core.errors import ResetNeeded
@@ -62,6 +63,19 @@ class Chat(list):
 def chat_tools(messages: Sequence[Message]) -> list[dict[str, Any]] | None:
     """The tools a chat carries: a :class:`Chat`'s ``tools``; ``None`` for a plain list of messages."""
     return getattr(messages, "tools", None)
+
+
+def list_tools(messages: Sequence[Message], tools: list[dict[str, Any]]) -> list[Message]:
+    """``messages`` with ``tools`` written into the system message as JSON lines after ``Tools:`` (a system
+    message holding only them when there is none): the schemas for a chat template that ignores ``tools``.
+
+    >>> list_tools([Message(role="user", content="hi")], [{"name": "go"}])
+    [{'role': 'system', 'content': 'Tools:\\n{"name": "go"}'}, {'role': 'user', 'content': 'hi'}]
+    """
+    listed = "Tools:\n" + "\n".join(json.dumps(tool, ensure_ascii=False) for tool in tools)
+    if messages and messages[0]["role"] == "system":
+        return [Message(role="system", content=f"{messages[0]['content']}\n\n{listed}"), *messages[1:]]
+    return [Message(role="system", content=listed), *messages]
 
 
 def first_user_content(observation: str, instruction: str | None) -> str:

@@ -128,7 +128,9 @@ class ScriptedTokens(ChatTokens):
 QWEN_CALL = '<tool_call>\n{"name": "guess", "arguments": {"number": 50}}\n</tool_call>'
 #: family -> (the family's tool-call format, its end-of-turn token, the marker of its tool-result turn)
 TOOL_FORMATS = {"tiny": (QWEN_CALL, "<|end|>", "<|tool|>\n"), "qwen2": (QWEN_CALL, "<|im_end|>", "<tool_response>"),
-                "llama3": ('{"name": "guess", "parameters": {"number": 50}}', "<|eot_id|>", "ipython")}
+                "llama3": ('{"name": "guess", "parameters": {"number": 50}}', "<|eot_id|>", "ipython"),
+                # Gemma's template ignores tools: they are listed in the system text, the call written as instructed
+                "gemma": (QWEN_CALL, "<end_of_turn>", "<start_of_turn>user")}
 
 
 def family_tokenizer(family: str, tiny_model_and_tokenizer):
@@ -162,6 +164,7 @@ def test_a_tool_env_trains_through_tool_calls_in_the_models_own_tool_format(fami
         assert "50 is too" in text and "No tool call" not in text  # the call reached the env, parsed
         after_reply = text[text.index(call) + len(call):]
         assert result_marker in after_reply.split("50 is too")[0]  # the result came back as the tool-result turn
+    assert policy.template_renders_tools() == (family != "gemma")
 
 
 def test_auto_protocol_is_tool_calls_for_tool_envs_and_plain_otherwise():

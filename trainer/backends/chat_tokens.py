@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from agentgym_envs.chat import chat_tools
+from agentgym_envs.chat import chat_tools, list_tools
 from agentgym_envs.policies import Completion, Message, SamplingConfig
 
 
@@ -35,11 +35,26 @@ class ChatTokens:
 
     def render_chat(self, messages: Sequence[Message], tools: list[dict[str, Any]] | None = None) -> str:
         """The chat as the model reads it, ending with the generation prompt; ``tools`` (default: the ones the
-        chat carries, :func:`~agentgym_envs.chat.chat_tools`) go to the template in the model's own tool format."""
+        chat carries, :func:`~agentgym_envs.chat.chat_tools`) go to the template in the model's own tool format,
+        or, for a template that ignores them (Gemma's), are listed in the system message (:func:`list_tools`)."""
         tools = chat_tools(messages) if tools is None else tools
+        if tools and not self.template_renders_tools():
+            messages, tools = list_tools(messages, tools), None
         extra = {"tools": tools} if tools else {}
         return self.tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True,
                                                   **extra, **self.chat_template_kwargs)
+
+    def template_renders_tools(self) -> bool:
+        """Whether the chat template shows the ``tools`` it is given (probed once per template and kwargs)."""
+        key = (self.tokenizer.chat_template, repr(sorted(self.chat_template_kwargs.items())))
+        cache = self.__dict__.setdefault("_renders_tools", {})
+        if key not in cache:
+            probe = [{"type": "function", "function": {"name": "agentgym_probe_tool", "description": "",
+                                                        "parameters": {"type": "object", "properties": {}}}}]
+            shown = self.tokenizer.apply_chat_template([{"role": "user", "content": "hi"}], tools=probe, tokenize=False,
+                                                       add_generation_prompt=True, **self.chat_template_kwargs)
+            cache[key] = "agentgym_probe_tool" in shown
+        return cache[key]
 
     def encode_chat(self, messages: Sequence[Message]) -> list[int]:
         return self.encode(self.render_chat(messages))
