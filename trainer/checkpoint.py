@@ -13,6 +13,13 @@ that is not such a checkpoint raises :class:`~trainer.errors.CheckpointError` sa
 Checkpoints of format 1 (which pickled the NumPy RNG state) still load: only the NumPy globals a numeric
 array needs are allowed, and only when they are all the file asks for.
 
+Under ``torchrun`` rank 0 writes the same file a single process would: the full (unsharded) model state dict
+and the optimiser state keyed by parameter index as ``optimizer.state_dict()`` keys it (FSDP2's sharded state
+is gathered first, :meth:`trainer.distributed.World.optimizer_state`), plus ``rng_ranks``, every rank's global
+RNG states. So a checkpoint resumes at any world size and with either strategy (each rank restores its own RNG
+state when the world size is unchanged, rank 0's otherwise); every rank reads it, so ``out_dir`` must be
+visible to all of them (one machine, or a shared filesystem).
+
 The resolved config is saved in every checkpoint (``state["config"]``), so a resume can tell whether it
 continues the same run: :func:`config_differences` compares it with the current config, minus the keys of
 :data:`RESUME_MAY_DIFFER`, which change how long a run goes or what it reports, not what it trains.
@@ -36,9 +43,11 @@ FORMAT = 2
 REQUIRED = {"model": dict, "config": dict}
 #: Config keys a resume may change without ``--resume``: the run's length (``steps``, to extend it), where it
 #: lives (``out_dir``), how often it checkpoints and evaluates, how it reports (progress bar, TensorBoard), where
-#: tiny artifacts are cached, and ``resume`` itself. Every other key must match the checkpoint's.
+#: tiny artifacts are cached, ``resume`` itself, and how the ranks run (``distributed.*``: a checkpoint is the same
+#: at every world size and strategy). Every other key must match the checkpoint's.
 RESUME_MAY_DIFFER = frozenset({"steps", "out_dir", "checkpoint_every", "progress", "tensorboard", "eval.every",
-                               "policy.cache_dir", "resume"})
+                               "policy.cache_dir", "resume", "distributed.strategy", "distributed.backend",
+                               "distributed.timeout_minutes"})
 #: Stands for a key one side of a comparison does not have.
 ABSENT = "<absent>"
 _ARRAY = "__ndarray__"

@@ -373,6 +373,25 @@ class EvalConfig:
     repeats: int = 1
     """Episodes per task (useful with ``temperature > 0``)."""
 
+@dataclass
+class DistributedConfig:
+    """Data parallelism under ``torchrun`` (trainer/distributed.py); ignored in a plain single process."""
+
+    strategy: str = "ddp"
+    """``ddp`` (every rank holds the whole model; gradients all-reduced) or ``fsdp`` (FSDP2 ``fully_shard`` per
+    decoder layer + root: parameters, gradients and optimiser state sharded; for models that do not fit a GPU)."""
+    backend: str = "auto"
+    """Process-group backend: ``auto`` (``nccl`` with CUDA, else ``gloo``), ``nccl`` or ``gloo``."""
+    timeout_minutes: float = 30.0
+    """How long a collective waits for the other ranks (rank 0 evaluates alone while the others wait)."""
+
+    def __post_init__(self) -> None:
+        _require(self.strategy in ("ddp", "fsdp"), f"distributed.strategy must be 'ddp' or 'fsdp', got {self.strategy!r}")
+        _require(self.backend in ("auto", "nccl", "gloo"),
+                 f"distributed.backend must be 'auto', 'nccl' or 'gloo', got {self.backend!r}")
+        _require(self.timeout_minutes > 0, f"distributed.timeout_minutes must be > 0, got {self.timeout_minutes}")
+
+
 
 @dataclass
 class TrainConfig:
@@ -396,6 +415,7 @@ class TrainConfig:
     loss: LossConfig = field(default_factory=LossConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
     bc: BCConfig = field(default_factory=BCConfig)
+    distributed: DistributedConfig = field(default_factory=DistributedConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
 
     def __post_init__(self) -> None:

@@ -74,10 +74,11 @@ def token_logprobs(model: Any, batch: PackedBatch, *, temperature: float = 1.0, 
     Position ``t`` holds ``log π(x_t | x_<t)``, aligned with ``loss_mask`` and ``sampling_logprobs``.
     With ``return_hidden`` the (B, T, H) final hidden states come third (the critic reads them).
     """
-    decoder, weight = output_layer(model)
+    decoder, _ = output_layer(model)
     # no KV cache: nothing decodes after this forward (and HF's gradient checkpointing refuses one)
     hidden = decoder(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
                      use_cache=False).last_hidden_state  # (B, T, H)
+    weight = output_layer(model)[1]  # read after the forward: under FSDP2 it gathers the projection (trainer/distributed.py)
     b, t = batch.loss_mask[:, 1:].nonzero(as_tuple=True)  # hidden at t predicts token t + 1
     logprobs, entropies = linear_logprob_entropy(hidden[b, t], weight, batch.input_ids[b, t + 1],
                                                  temperature=temperature, backend=backend)  # (N,), (N,)

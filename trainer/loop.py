@@ -34,6 +34,7 @@ from .errors import CheckpointError
 from .episodes import SEEDED_EVAL_TASKS, PlaySpec, run_text_episodes, success_rate
 from .log import JsonlLogger, TensorBoardLogger, summary_line
 from .device import float32_master, place_model, resolve_device, resolve_dtype
+from .distributed import init_world
 from .logprobs import pack
 from .rollout import RolloutWorker, resolve_sample_unit
 from .seeding import TaskSampler, capture_rng, derive_seed, restore_rng
@@ -89,6 +90,8 @@ class Trainer:
     def __init__(self, config: TrainConfig):
         self.config = config
         torch.set_num_threads(config.policy.threads)
+        self.world = init_world(config.distributed)  # torchrun's ranks, or a world of one (trainer/distributed.py)
+        self.world.check(config)
         model, tokenizer = load_model(config)
         self.device = resolve_device(config.policy.device)
         model = place_model(model, self.device, resolve_dtype(config.policy.dtype),
@@ -102,6 +105,7 @@ class Trainer:
 
             self.rollout_policy = VLLMPolicy.for_trainer(config.policy, model, tokenizer,
                                                          chat_template_kwargs=self.policy.chat_template_kwargs)
+        self.world.wrap(model)  # DDP / FSDP2 under torchrun (before the optimiser: FSDP2 swaps the parameters)
         self.value_head = (ValueHead(model.config.hidden_size).to(self.device)
                            if config.algorithm.estimator in CRITIC_ESTIMATORS else None)
         trainable = [p for p in model.parameters() if p.requires_grad] + self._critic_parameters()
@@ -123,16 +127,16 @@ class Trainer:
 
     # ----------------------------------------------------------------- state
     def state_dict(self) -> dict[str, Any]:
-        return {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+        return {"model": self.world.model_state(self.model), "optimizer": self.world.optimizer_state(self.optimizer),
                 "scheduler": self.scheduler.state_dict(), "sampler": self.sampler.state_dict(),
                 "ref_model": None if self.ref_model is None else self.ref_model.state_dict(),
                 "value_head": None if self.value_head is None else self.value_head.state_dict(),
-                "rng": capture_rng(), "step": self.step, "bc_done": self.bc_done, "config": to_dict(self.config),
+                "rng": capture_rng(), "rng_ranks": self.world.gather(capture_rng()), "step": self.step, "bc_done": self.bc_done, "config": to_dict(self.config),
                 "algorithm": self.hooks.state_dict()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
+        self.world.load_model_state(self.model, state["model"])
+        self.world.load_optimizer_state(self.model, self.optimizer, state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         self.sampler.load_state_dict(state["sampler"])
         if state["ref_model"] is not None:
@@ -140,13 +144,15 @@ class Trainer:
             self.ref_model.load_state_dict(state["ref_model"])
         if self.value_head is not None:
             self.value_head.load_state_dict(state["value_head"])
-        restore_rng(state["rng"])
+        ranks = state.get("rng_ranks") or []  # each rank its own global RNG state when the world size is the same
+        restore_rng(ranks[self.world.rank] if len(ranks) == self.world.size else state["rng"])
         self.step, self.bc_done = state["step"], state["bc_done"]
         self.hooks.load_state_dict(state.get("algorithm"))
         self.weights_changed()
 
     def save(self) -> Path:
-        return save_checkpoint(self.config.out_dir, self.step, self.state_dict())
+        state = self.state_dict()  # a collective under FSDP: every rank gathers, rank 0 writes
+        return save_checkpoint(self.config.out_dir, self.step, state) if self.world.is_main else Path(self.config.out_dir)
 
     def resume(self, force: bool | None = None) -> bool:
         """Load the latest checkpoint of ``out_dir`` if there is one; returns whether it did.
@@ -174,8 +180,13 @@ class Trainer:
         return [] if self.value_head is None else list(self.value_head.parameters())
 
     def reference_copy(self) -> Any:
-        """A frozen copy of the current policy: the KL reference (taken after the warm-up)."""
-        ref = copy.deepcopy(self.model).eval()
+        """A frozen copy of the current policy: the KL reference (taken after the warm-up). Under torchrun a
+        plain full copy on every rank (a deepcopy would copy the DDP / FSDP wiring); a collective then."""
+        if self.world.active:
+            fresh = place_model(load_model(self.config)[0], self.device, resolve_dtype(self.config.policy.dtype))
+            ref = self.world.plain_copy(self.model, fresh).eval()
+        else:
+            ref = copy.deepcopy(self.model).eval()
         for p in ref.parameters():
             p.requires_grad_(False)
         return ref
@@ -211,14 +222,20 @@ class Trainer:
         tasks = list(range(self.eval_spec.num_tasks()))[: ev.num_tasks or None] * ev.repeats
         sampling = SamplingConfig(temperature=ev.temperature, max_new_tokens=self.config.rollout.max_new_tokens,
                                   seed=derive_seed(self.config.seed, _EVAL))
-        episodes = run_text_episodes(self.sampling_policy(), self.eval_spec, tasks, seed=0, sampling=sampling)
+        with self.world.unsharded(self.model):  # rank 0 evaluates (the whole held-out set); the others wait
+            episodes = (run_text_episodes(self.sampling_policy(), self.eval_spec, tasks, seed=0, sampling=sampling)
+                        if self.world.is_main else [])
+        self.world.barrier()
+        if not self.world.is_main:
+            return {}
         success, ci95 = success_rate(episodes)
         return {"eval_success": success, "eval_success_ci95": ci95, "eval_episodes": len(episodes)}
 
     def collect(self) -> tuple[list[Trajectory], dict[str, float]]:
         r = self.config.rollout
         if self._worker is None:
-            self._worker = RolloutWorker(self.train_spec, tasks_per_batch=r.tasks_per_step, group_size=r.group_size,
+            self._worker = RolloutWorker(self.train_spec, tasks_per_batch=r.tasks_per_step // self.world.size,
+                                         group_size=r.group_size,
                                          max_context_tokens=r.max_context_tokens, mode=r.mode,
                                          invalid_penalty=r.invalid_penalty, fold_keep_turns=r.fold_keep_turns,
                                          sample_unit=self.sample_unit, turn_window=r.turn_window)
@@ -227,16 +244,19 @@ class Trainer:
         sync_start = time.perf_counter()
         policy = self.sampling_policy()
         sync_s = time.perf_counter() - sync_start
-        play = lambda tasks, sampling, seed: self._worker.collect(policy, tasks, sampling=sampling, seed=seed)  # noqa: E731
-        # the hooks pick the tasks (TIGPO revisits) and may re-collect (DAPO dynamic sampling)
-        trajectories, stats = self.hooks.collect(play, self.sampler, sampling=sampling,
-                                                 seed=derive_seed(self.config.seed, _ENV, self.step), step=self.step)
+        def play(tasks: list[int], sampling: SamplingConfig, seed: int):  # the same tasks on every rank; each plays its share
+            offset = self.world.rank * len(tasks) // self.world.size if self.world.active else None
+            return self._worker.collect(policy, self.world.shard(tasks), sampling=sampling, seed=seed, group_offset=offset)
+
+        with self.world.unsharded(self.model):  # the hooks pick the tasks (TIGPO revisits) and may re-collect (DAPO)
+            trajectories, stats = self.hooks.collect(play, self.sampler, sampling=sampling,
+                                                     seed=derive_seed(self.config.seed, _ENV, self.step), step=self.step)
         done = [t for t in trajectories if t.infra_error is None]
-        return trajectories, {
+        return trajectories, self.world.mean_metrics({
             "reward": sum(t.ret for t in done) / max(len(done), 1), "success": sum(t.won for t in done) / max(len(done), 1),
             "turns": sum(t.num_turns for t in done) / max(len(done), 1), "infra_errors": len(trajectories) - len(done),
             "tokens_per_s": stats.tokens_per_s, "env_steps_per_s": stats.env_steps_per_s, "rollout_s": stats.seconds,
-            **({"weight_sync_s": sync_s} if self.rollout_policy is not self.policy else {})}
+            **({"weight_sync_s": sync_s} if self.rollout_policy is not self.policy else {})}, sums=("infra_errors",))
 
     def weights_changed(self) -> None:
         """Mark the trainer's weights as changed, so a separate sampler (vLLM) gets them before it next samples.
@@ -291,10 +311,10 @@ class Trainer:
         start = time.perf_counter()
         trajectories, metrics = self.collect()
         kept, advantages, adv_metrics = self.advantages(trajectories)
-        metrics.update(adv_metrics)
+        metrics.update(self.world.mean_metrics(adv_metrics, sums=tuple(adv_metrics)))  # groups over all ranks
         if self.rollout_policy is not self.policy:  # a colocated vLLM engine frees its GPU memory for the update
             metrics.update(self.rollout_policy.sleep())
-        metrics.update(self.update(kept, advantages))
+        metrics.update(self.world.update_metrics(self.update(kept, advantages)))  # all ranks' shares added
         self.step += 1
         return {"step": self.step, **metrics, "step_s": time.perf_counter() - start}
 
@@ -318,8 +338,9 @@ def fit(trainer: Trainer, *, stop_after: int | None = None, echo: Any = print) -
     c = trainer.config
     resumed = trainer.resume()
     resume_step = trainer.step if resumed else None
-    loggers: list[Any] = [JsonlLogger(Path(c.out_dir) / "metrics.jsonl", resume_step=resume_step)]
-    if c.tensorboard:
+    main = trainer.world.is_main  # under torchrun only rank 0 logs and prints (its records hold all ranks' means)
+    loggers: list[Any] = [JsonlLogger(Path(c.out_dir) / "metrics.jsonl", resume_step=resume_step)] if main else []
+    if c.tensorboard and main:
         loggers.append(TensorBoardLogger(Path(c.out_dir) / "tensorboard", resume_step=resume_step))
     records: list[dict[str, Any]] = []
 
@@ -327,7 +348,7 @@ def fit(trainer: Trainer, *, stop_after: int | None = None, echo: Any = print) -
         for logger in loggers:
             logger.log(record)
         records.append(record)
-        if echo is not None:
+        if echo is not None and main:
             echo(summary_line(record) if "reward" in record else record)
 
     try:
@@ -337,7 +358,7 @@ def fit(trainer: Trainer, *, stop_after: int | None = None, echo: Any = print) -
         if trainer.ref_model is None and c.loss.kl_coef > 0:
             trainer.ref_model = trainer.reference_copy()
         done_here = 0
-        with _progress(c.progress, c.steps, trainer.step) as advance:
+        with _progress(c.progress and main, c.steps, trainer.step) as advance:
             while trainer.step < c.steps and (stop_after is None or done_here < stop_after):
                 record = trainer.train_step()
                 if c.eval.every and trainer.step % c.eval.every == 0:

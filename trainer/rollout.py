@@ -32,6 +32,7 @@ from agentgym_envs.policies import SamplingConfig, TokenPolicy
 from agentgym_envs.vector import TextVectorEnv
 
 from .episodes import PlaySpec, turn_seed
+from .seeding import derive_seed
 from .trajectory import Trajectory, TrajectoryBuilder, prefix_extension_mismatch
 
 _log = logging.getLogger(__name__)
@@ -109,8 +110,12 @@ class RolloutWorker:
         self.venv.close()
 
     def collect(self, policy: TokenPolicy, tasks: Sequence[int], *, sampling: SamplingConfig,
-                seed: int) -> tuple[list[Trajectory], RolloutStats]:
-        """One trajectory per env: envs ``[g*G, (g+1)*G)`` play ``tasks[g]`` from the same start."""
+                seed: int, group_offset: int | None = None) -> tuple[list[Trajectory], RolloutStats]:
+        """One trajectory per env: envs ``[g*G, (g+1)*G)`` play ``tasks[g]`` from the same start.
+
+        ``group_offset`` (distributed collection: this rank's first global group) keys env reset seeds
+        (``seed + group_offset + g``) and per-episode sampling seeds by the global group / episode index, so
+        nothing an episode draws depends on which rank or batch row it lands in (trainer/distributed.py)."""
         if len(tasks) * self.group_size != self.venv.num_envs:
             raise ValueError(f"expected {self.venv.num_envs // self.group_size} tasks, got {len(tasks)}")
         start = time.perf_counter()
@@ -119,7 +124,7 @@ class RolloutWorker:
             self.sample_unit = resolve_sample_unit(policy, "auto", self.turn_window)
         window = self.turn_window if self.sample_unit == "turn" else None
         options = [{"task_index": int(t)} for t in tasks for _ in range(self.group_size)]
-        observations, infos = self.venv.reset(seed=seed, options=options)
+        observations, infos = self.venv.reset(seed=seed + (group_offset or 0), options=options)
         episodes = [_Episode(policy, obs, self.spec.start_info(info), int(tasks[i // self.group_size]), i // self.group_size,
                              self.spec, turn_window=window)
                     for i, (obs, info) in enumerate(zip(observations, infos))]
@@ -127,8 +132,11 @@ class RolloutWorker:
             active = [i for i, e in enumerate(episodes) if e.running]
             if not active:
                 break
-            completions = policy.generate([episodes[i].builder.ids for i in active],
-                                          sampling=replace(sampling, seed=turn_seed(seed, turn)))
+            turn_sampling = replace(sampling, seed=turn_seed(seed, turn))
+            per_episode = {} if group_offset is None else {"seeds": [
+                derive_seed(turn_sampling.seed, group_offset * self.group_size + i) for i in active]}
+            completions = policy.generate([episodes[i].builder.ids for i in active], sampling=turn_sampling,
+                                          **per_episode)
             actions: list[str | None] = [None] * len(episodes)
             for i, completion in zip(active, completions):
                 episodes[i].reply(completion)

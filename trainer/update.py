@@ -76,11 +76,12 @@ def rl_update(trainer: Any, trajectories: list[Trajectory], advantages: list[lis
     ``trainer`` is a :class:`trainer.loop.Trainer`: its config, model, value head, reference model,
     optimiser, scheduler, ``device`` and ``step`` are used; the scheduler steps once per update.
     """
-    if not trajectories:  # every group had zero variance: nothing to learn (the schedule counts updates)
+    world = trainer.world  # under torchrun every rank makes the same optimiser steps, data or not
+    if world.agree_max(len(trajectories)) == 0:  # every group had zero variance: nothing to learn (the schedule counts updates)
         return {"updated": 0.0}
     config = trainer.config
     trainer.model.train()
-    n = min(config.optim.minibatches, len(trajectories))
+    n = min(config.optim.minibatches, world.agree_max(len(trajectories)))
     if n < config.optim.minibatches:  # an empty minibatch has nothing to pack: fewer, non-empty ones
         _log.info("optim.minibatches=%d > %d kept trajectories: using %d minibatches this step",
                   config.optim.minibatches, len(trajectories), n)
@@ -102,6 +103,8 @@ def _pack_minibatch(trainer: Any, trajectories: list[Trajectory], advantages: li
                     returns: list[list[float]] | None, chunk: list[int]) -> list[PackedBatch]:
     """The minibatch of trajectories ``chunk`` as packed micro-batches on the trainer's device."""
     rows = [(s, i) for i in chunk for s in trajectories[i].segments]
+    if not rows:  # a rank with fewer trajectories than minibatches (its forwards are padding)
+        return []
     out = []
     for group in micro_batches([len(s.token_ids) for s, _ in rows], trainer.config.optim.micro_batch_tokens):
         part = [rows[r] for r in group]
@@ -121,13 +124,16 @@ def loss_settings(config: Any) -> LossSettings:
 def accumulate_gradients(trainer: Any, micro: Sequence[PackedBatch]) -> dict[str, float]:
     """``backward`` of each micro-batch's share of the minibatch's loss (gradients add up in ``.grad``);
     returns the minibatch's metrics. Does not zero, clip or step."""
-    counts = batch_counts([b.loss_mask for b in micro], [b.value_targets for b in micro])
+    counts = batch_counts([b.loss_mask for b in micro] or [torch.zeros(0, 1, device=trainer.device)],
+                          [b.value_targets for b in micro])
     total: dict[str, float] = {}
     for batch in micro:
         loss, metrics = micro_batch_loss(trainer, batch, counts)
         loss.backward()
         for key, value in metrics.items():
             total[key] = (max(total.get(key, value), value) if key in _MAX_METRICS else total.get(key, 0.0) + value)
+    for batch in trainer.world.padding(len(micro), trainer.policy.pad_id, trainer.device):
+        (micro_batch_loss(trainer, batch, counts)[0] * 0.0).backward()  # ranks' forwards in step (FSDP/DDP)
     return {**total, "micro_batches": float(len(micro))}
 
 

@@ -110,7 +110,11 @@ class TokenPolicy(Policy, Protocol):
 
     def decode(self, ids: Sequence[int]) -> str: ...
 
-    def generate(self, prompt_ids: list[list[int]], *, sampling: SamplingConfig) -> list[Completion]: ...
+    def generate(self, prompt_ids: list[list[int]], *, sampling: SamplingConfig,
+                 seeds: Sequence[int] | None = None) -> list[Completion]:
+        """One completion per prompt. ``seeds`` (optional, one per prompt) seeds each prompt's draws on their
+        own, so a completion does not depend on its batch or row; without them ``sampling.seed`` seeds the batch."""
+        ...
 
 
 @runtime_checkable

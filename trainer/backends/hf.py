@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import os
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -46,8 +47,18 @@ class HFPolicy(ChatTokens):
 
     # ----------------------------------------------------------------- TokenPolicy
     @torch.no_grad()
-    def generate(self, prompt_ids: list[list[int]], *, sampling: SamplingConfig) -> list[Completion]:
-        """One completion per prompt; deterministic for a given seed, prompts and weights."""
+    def generate(self, prompt_ids: list[list[int]], *, sampling: SamplingConfig,
+                 seeds: Sequence[int] | None = None) -> list[Completion]:
+        """One completion per prompt; deterministic for a given seed, prompts and weights.
+
+        ``seeds`` (one per prompt) gives each row its own generator, so a prompt's draws do not depend on the
+        batch it is in or its row (distributed collection keys them by the episode's global index); without
+        them one generator seeded by ``sampling.seed`` serves the whole batch, row after row."""
+        if seeds is not None and len(seeds) != len(prompt_ids):
+            raise ValueError(f"expected one seed per prompt ({len(prompt_ids)}), got {len(seeds)} seeds")
+        generators: list[torch.Generator] | None = None
+        if seeds is not None:
+            generators = [torch.Generator(device=self._device()).manual_seed(int(s) % 2**63) for s in seeds]
         generator = torch.Generator(device=self._device())
         # seed=None: fresh OS entropy, without reseeding torch's global generator as torch.seed() would
         generator.manual_seed(sampling.seed if sampling.seed is not None else int.from_bytes(os.urandom(7), "little"))
@@ -56,13 +67,14 @@ class HFPolicy(ChatTokens):
         try:
             out: list[Completion] = []
             for start in range(0, len(prompt_ids), self.max_batch):
-                out.extend(self._generate_batch(prompt_ids[start:start + self.max_batch], sampling, generator))
+                rows = generator if generators is None else generators[start:start + self.max_batch]
+                out.extend(self._generate_batch(prompt_ids[start:start + self.max_batch], sampling, rows))
             return out
         finally:
             self.model.train(was_training)
 
     def _generate_batch(self, prompts: list[list[int]], sampling: SamplingConfig,
-                        generator: torch.Generator) -> list[Completion]:
+                        generator: torch.Generator | list[torch.Generator]) -> list[Completion]:
         input_ids, attention_mask = _left_pad(prompts, self.pad_id, self._device())  # (B, L)
         position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)
         B = len(prompts)
@@ -103,10 +115,12 @@ class HFPolicy(ChatTokens):
         return next(self.model.parameters()).device
 
 
-def sample_token(logits: torch.Tensor, sampling: SamplingConfig, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+def sample_token(logits: torch.Tensor, sampling: SamplingConfig,
+                 generator: torch.Generator | Sequence[torch.Generator]) -> tuple[torch.Tensor, torch.Tensor]:
     """Draw one token per row of ``logits`` (B, V); return it and its log-prob under ``softmax(logits / T)``.
 
     Greedy (T = 0) reports the log-prob at T = 1. Top-p restricts the draw, not the reported log-prob.
+    ``generator`` is one for the batch, or one per row (each row then draws from its own only).
     """
     temperature = 1.0 if sampling.greedy else sampling.temperature
     logp = torch.log_softmax(logits / temperature, dim=-1)  # (B, V)
@@ -116,7 +130,10 @@ def sample_token(logits: torch.Tensor, sampling: SamplingConfig, generator: torc
         probs = logp.exp()
         if sampling.top_p < 1.0:
             probs = _nucleus(probs, sampling.top_p)
-        token = torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+        if isinstance(generator, torch.Generator):
+            token = torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+        else:
+            token = torch.cat([torch.multinomial(row[None], 1, generator=g)[:, 0] for row, g in zip(probs, generator)])
     return token, logp.gather(-1, token[:, None]).squeeze(-1)
 
 

@@ -3,11 +3,16 @@
 A run in ``out_dir`` that has a checkpoint resumes from it (the same command continues a killed run) if
 the checkpoint was written under the same config (``steps`` and the logging/eval-frequency keys may
 differ); a changed config is refused with the differing keys, unless ``--resume`` forces it.
+
+Many processes (docs/trainer.md, "Many GPUs"): ``torchrun --nproc_per_node N -m trainer.cli.train CONFIG
+key=value …`` (or ``torchrun --nproc_per_node N --no-python agentgym train …``) trains data-parallel with
+``distributed.strategy`` ``ddp`` or ``fsdp``; rank 0 logs, evaluates, prints and writes checkpoints.
 """
 
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -19,25 +24,49 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..config import load_config
+    from ..distributed import close_world, init_world
     from ..errors import CheckpointError, TrainerError
-    from ..loop import Trainer, fit
     from . import quiet_transformers
 
     quiet_transformers()
     try:
         forced = ["resume=true"] if getattr(args, "resume", False) else []
         config = load_config(None if args.config == "-" else args.config, list(args.overrides) + forced)
+        world = init_world(config.distributed)  # under torchrun: join the ranks (Trainer finds the same group)
     except TrainerError as e:
         print(f"agentgym train: {e}")
         return 2
+    try:
+        return _train(config, world)
+    except (CheckpointError, TrainerError) as e:
+        print(f"agentgym train{f' (rank {world.rank})' if world.active else ''}: {e}")
+        return 2
+    finally:
+        close_world(world)
+
+
+def _train(config: Any, world: Any) -> int:
+    """Train, evaluate, print the held-out success (rank 0 under torchrun); raises TrainerError on bad input."""
+    from ..loop import Trainer, fit
+
     trainer = Trainer(config)
     try:
         fit(trainer)
-        result = trainer.evaluate()
-    except CheckpointError as e:
-        print(f"agentgym train: {e}")
-        return 2
+        result = trainer.evaluate()  # every rank takes part (FSDP gathers); rank 0 evaluates
     finally:
         trainer.close()
-    print(f"held-out success ({config.env.make_kwargs(train=False).get('split', 'eval env')}): {result['eval_success']:.3f} ± {result['eval_success_ci95']:.3f}")
+    if world.is_main:
+        print(f"held-out success ({config.env.make_kwargs(train=False).get('split', 'eval env')}): "
+              f"{result['eval_success']:.3f} ± {result['eval_success_ci95']:.3f}")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m trainer.cli.train CONFIG key=value …``: the entry ``torchrun`` launches (one per rank)."""
+    parser = argparse.ArgumentParser(prog="python -m trainer.cli.train", description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
