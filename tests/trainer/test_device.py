@@ -50,6 +50,18 @@ def test_auto_kernel_reaches_triton_exactly_for_cuda_tensors():
         pick_backend("triton", on_cuda=True, has_triton=False)
 
 
+def test_the_trainers_kernel_call_asks_with_the_tensors_device(monkeypatch):
+    """``linear_logprob_entropy`` decides from ``hidden.is_cuda``: a CUDA hidden state reaches Triton."""
+    import trainer.kernels as kernels
+
+    class CudaHidden:
+        is_cuda = True
+
+    monkeypatch.setattr(kernels, "triton_available", lambda: True)
+    assert kernels.resolve_backend("auto", CudaHidden()) == "triton"
+    assert kernels.resolve_backend("auto", torch.zeros(1)) == "torch"
+
+
 def _grads_of_one_batch(trainer, kept):
     advantages = [[(-1.0) ** k] * t.num_turns for k, t in enumerate(kept)]
     micro = _pack_minibatch(trainer, kept, advantages, None, list(range(len(kept))))
