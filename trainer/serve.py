@@ -7,7 +7,10 @@ mistakes answered 4xx; a non-loopback ``--host`` needs ``--allow-remote`` and ``
 that the HTTP evaluation path is tested against a real server, and so that a local model (the tiny policy, a
 Hugging Face directory) can be evaluated by anything that speaks the OpenAI API. It is not a production
 server: one policy call at a time (the lock keeps non-thread-safe policies safe), no streaming, ``n = 1``.
-HTTP 500 means the policy (or this server) failed; anything the client got wrong is a 4xx.
+HTTP 500 means the policy (or this server) failed; anything the client got wrong is a 4xx. A request's
+``tools`` ride with the chat to the policy (a token policy renders them with its template), ``tool`` messages
+are tool results, and an assistant message's ``tool_calls`` become ``<tool_call>{json}</tool_call>`` text
+after its content, as the ``tool_calls`` protocol writes a call.
 
     python -m trainer.serve --tiny --port 8000          # the embedded tiny policy
     python -m trainer.serve --hf ./my-model --port 8000
@@ -30,12 +33,16 @@ from typing import Any
 from agentgym_envs.core.httpd import (BindRefused, HardenedHandler, HardenedHTTPServer, HTTPRequestError,
                                       ServerLimits, add_bind_arguments, bind_settings)
 
+from agentgym_envs.chat import Chat
 from agentgym_envs.policies import Completion, Message, Policy, SamplingConfig, TokenPolicy
+
+from .backends.openai_http import tool_calls_text
 
 MAX_BODY_BYTES = 8 << 20
 DEFAULT_MAX_TOKENS = 256
 MAX_TOKENS_LIMIT = 8192
 MAX_MESSAGES = 4096
+MAX_TOOLS = 128
 MAX_STOP = 4
 
 
@@ -85,7 +92,7 @@ class PolicyServer(HardenedHTTPServer):
 
     def complete(self, request: dict[str, Any]) -> dict[str, Any]:
         """The chat-completion response body for a request body (a 4xx :class:`HTTPRequestError` if invalid)."""
-        messages = _messages(request.get("messages"))
+        messages = Chat(_messages(request.get("messages")), tools=_tools(request.get("tools")))
         sampling = _sampling(request, self.max_tokens_limit)
         with self.lock:
             prompt_tokens = _prompt_tokens(self.policy, messages)
@@ -144,10 +151,25 @@ def _messages(value: Any) -> list[Message]:
         raise HTTPRequestError(400, f"expected at most {MAX_MESSAGES} messages, got {len(value)}")
     out: list[Message] = []
     for m in value:
-        if not isinstance(m, dict) or m.get("role") not in ("system", "user", "assistant"):
-            raise HTTPRequestError(400, f"each message needs a role of system, user or assistant; got {str(m)[:80]}")
-        out.append(Message(role=m["role"], content=_content(m.get("content"))))
+        if not isinstance(m, dict) or m.get("role") not in ("system", "user", "assistant", "tool"):
+            raise HTTPRequestError(400, f"each message needs a role of system, user, assistant or tool; got {str(m)[:80]}")
+        content = _content(m.get("content"))
+        calls = m.get("tool_calls") if m["role"] == "assistant" else None
+        if calls:  # the reply as the model wrote it: its text, then each call as <tool_call> text (what it samples)
+            if not isinstance(calls, list) or len(calls) > MAX_TOOLS:
+                raise HTTPRequestError(400, f"'tool_calls' must be a list of at most {MAX_TOOLS} calls")
+            content = "\n".join(part for part in (content, tool_calls_text(calls)) if part)
+        out.append(Message(role=m["role"], content=content))
     return out
+
+
+def _tools(value: Any) -> list[dict[str, Any]] | None:
+    """The request's ``tools`` (OpenAI function schemas), passed to the policy with the chat."""
+    if value is None:
+        return None
+    if not isinstance(value, list) or len(value) > MAX_TOOLS or not all(isinstance(t, dict) for t in value):
+        raise HTTPRequestError(400, f"'tools' must be a list of at most {MAX_TOOLS} function objects, got {str(value)[:80]}")
+    return value
 
 
 def _content(content: Any) -> str:

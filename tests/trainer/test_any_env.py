@@ -11,6 +11,7 @@ import threading
 import pytest
 
 import agentgym_envs
+from agentgym_envs.chat import chat_tools
 from agentgym_envs.policies import Completion, SamplingConfig
 from trainer.backends.chat_tokens import ChatTokens
 from trainer.bc import expert_trajectories
@@ -20,6 +21,7 @@ from trainer.episodes import PlaySpec, auto_protocol, run_text_episodes, task_se
 from trainer.errors import ConfigError
 from trainer.loop import Trainer, play_specs
 from trainer.rollout import RolloutWorker
+from trainer.serve import PolicyServer
 from trainer.tiny.chat_template import render_chat
 
 SPLIT_ENVS = {"agentgym/Search-1Hop-v0", "agentgym/WebShop-v0", "agentgym/Household-PickPlace-v0"}
@@ -245,3 +247,27 @@ def test_bc_clones_the_expert_as_tool_calls_on_tool_envs_whose_native_actions_ar
     assert replies and all(r.startswith("<tool_call>\n{\"name\": ") for r in replies), replies
     assert any(t.won for t in data)  # the calls reached the env and solved tasks
     assert trainer.warm_up()["bc_trajectories"] == 2
+
+
+def test_our_server_takes_the_tools_and_tool_turns_our_client_sends():
+    call = '<tool_call>\n{"name": "guess", "arguments": {"number": 7}}\n</tool_call>'
+    seen: list = []
+
+    class Calling:  # records what the served policy receives
+        def act(self, batch, *, sampling):
+            seen.append((chat_tools(batch[0]), [dict(m) for m in batch[0]]))
+            return [Completion(call)]
+
+    server = PolicyServer(Calling(), model_name="calling")
+    server.start()
+    try:
+        spec = PlaySpec("agentgym/GuessNumber-v0", protocol="auto", max_turns=2)
+        episode = run_text_episodes(OpenAIHTTPPolicy(server.url, "calling", retries=0), spec, [0],
+                                    sampling=SamplingConfig(temperature=0.0))[0]
+    finally:
+        server.shutdown()
+        server.server_close()
+    (tools, first), (_, second) = seen
+    assert tools == spec.make().reset(seed=0)[1]["tools"] and first == episode.messages()[:2]
+    assert second == episode.messages()[:4]  # the reply came back verbatim, the result as a tool turn
+    assert [m["role"] for m in second] == ["system", "user", "assistant", "tool"] and second[2]["content"] == call

@@ -185,7 +185,7 @@ def _parse_completion(body: Any, url: str) -> HTTPCompletion:
                             f"({str(body)[:160]})") from None
     text = message.get("content") or ""
     if not text and message.get("tool_calls"):
-        text = _tool_calls_text(message["tool_calls"])
+        text = tool_calls_text(message["tool_calls"])
     usage = body.get("usage") or {}
     finish = "length" if choice.get("finish_reason") == "length" else "stop"
     return HTTPCompletion(text, finish_reason=finish, prompt_tokens=_int(usage.get("prompt_tokens")),
@@ -236,7 +236,7 @@ def _reply_call(text: str) -> tuple[dict[str, str] | None, str]:
     return {"name": call["name"], "arguments": json.dumps(call["arguments"], ensure_ascii=False)}, parsed.thought or ""
 
 
-def _tool_calls_text(calls: list[Any]) -> str:
+def tool_calls_text(calls: list[Any]) -> str:
     """Native tool calls as ``<tool_call>`` blocks, the text form the ``tool_calls`` protocol parses."""
     blocks = []
     for call in calls:
