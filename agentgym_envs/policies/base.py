@@ -7,6 +7,11 @@ ids are never re-tokenised between sampling and training (``docs/trainer.md``). 
 env's state rather than from the chat also implement :class:`EnvBoundPolicy`: whoever drives the episode
 binds them to the env behind each chat before every ``act``.
 
+A chat of a tool-calling episode (the ``tool_calls`` protocol) is an :class:`~agentgym_envs.chat.Chat`: a list
+of messages that also carries the ``tools`` the model may call, with ``tool`` messages for the results.
+Model backends show the tools to the model (``render_chat`` passes them to the chat template; the HTTP
+backend sends them in the request); a policy that ignores them still receives a plain list of messages.
+
 The contract lives in the env package, the lowest layer, so that envs, games, the trainer and the
 leaderboards all import it from one place and no import points upwards (``docs/architecture.md``).
 
@@ -99,7 +104,8 @@ class Policy(Protocol):
 class TokenPolicy(Policy, Protocol):
     """A model policy that also samples from token ids directly (what rollouts use).
 
-    ``render_chat`` applies the chat template (ending with the generation prompt), ``encode`` turns text
+    ``render_chat`` applies the chat template (ending with the generation prompt; a
+    :class:`~agentgym_envs.chat.Chat`'s tools go to the template too), ``encode`` turns text
     the template inserted into ids, and ``decode`` turns sampled ids back into text with special tokens
     kept, so that the template renders a reply exactly as it was sampled.
     """

@@ -271,3 +271,22 @@ def test_our_server_takes_the_tools_and_tool_turns_our_client_sends():
     assert tools == spec.make().reset(seed=0)[1]["tools"] and first == episode.messages()[:2]
     assert second == episode.messages()[:4]  # the reply came back verbatim, the result as a tool turn
     assert [m["role"] for m in second] == ["system", "user", "assistant", "tool"] and second[2]["content"] == call
+
+
+@pytest.mark.parametrize("family", ["tiny", "qwen2"])
+def test_turn_samples_of_a_tool_env_each_show_the_tools_and_the_tool_turns(family, tiny_model_and_tokenizer):
+    call, end, result_marker = TOOL_FORMATS[family]
+    policy = ScriptedTokens(family_tokenizer(family, tiny_model_and_tokenizer), call, end)
+    spec = PlaySpec("agentgym/GuessNumber-v0", protocol="auto", max_turns=3, system_prompt="")
+    worker = RolloutWorker(spec, tasks_per_batch=1, group_size=2, max_context_tokens=4096, sample_unit="turn",
+                           turn_window=1)
+    try:
+        trajectories, _ = worker.collect(policy, [3], sampling=SamplingConfig(max_new_tokens=64), seed=0)
+    finally:
+        worker.close()
+    for t in trajectories:
+        assert len(t.segments) == 3 and t.infra_error is None
+        for k, segment in enumerate(t.segments):
+            prompt = policy.decode(segment.token_ids[:segment.prompt_length])
+            assert '"name": "guess"' in prompt and prompt.count(result_marker) == min(k, 1)  # window of 1 turn
+            assert [i for i, m in zip(segment.token_ids, segment.loss_mask) if m] == policy.encode(call) + [policy.end_id]
