@@ -35,12 +35,11 @@ from .episodes import SEEDED_EVAL_TASKS, PlaySpec, run_text_episodes, success_ra
 from .log import JsonlLogger, TensorBoardLogger, summary_line
 from .device import float32_master, place_model, resolve_device, resolve_dtype
 from .distributed import init_world
-from .logprobs import pack
 from .rollout import RolloutWorker, resolve_sample_unit
 from .seeding import TaskSampler, capture_rng, derive_seed, restore_rng
 from .trajectory import Trajectory
-from .update import rl_update
-from .value import ValueHead, turn_starts
+from .update import read_turn_values, rl_update
+from .value import ValueHead
 
 _log = logging.getLogger(__name__)
 
@@ -293,15 +292,8 @@ class Trainer:
 
     @torch.no_grad()
     def _read_critic(self, trajectories: list[Trajectory]) -> None:
-        """Set each trajectory's ``turn_values`` from the value head (before the update: the "old" values)."""
-        segments = [s for t in trajectories for s in t.segments]
-        batch = pack(segments, self.policy.pad_id, device=self.device)
-        hidden = self.model.get_decoder()(input_ids=batch.input_ids, attention_mask=batch.attention_mask).last_hidden_state
-        values = self.value_head(hidden)  # (B, T)
-        row = iter(range(len(segments)))
-        for t in trajectories:
-            by_turn = {k: float(values[b, i]) for s, b in zip(t.segments, row) for k, i in turn_starts(s).items()}
-            t.turn_values = [by_turn[k] for k in range(t.num_turns)]
+        """Set each trajectory's ``turn_values`` from the value head (:func:`trainer.update.read_turn_values`)."""
+        read_turn_values(self, trajectories)
 
     def update(self, trajectories: list[Trajectory], advantages: list[list[float]]) -> dict[str, float]:
         """One RL update from the kept trajectories and their per-turn advantages (:func:`trainer.update.rl_update`)."""

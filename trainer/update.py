@@ -31,7 +31,7 @@ from .logprobs import PackedBatch, pack, token_logprobs
 from .loss import BatchCounts, LossSettings, batch_counts, policy_loss
 from .seeding import derive_seed
 from .trajectory import Trajectory
-from .value import dense_value_targets
+from .value import dense_value_targets, turn_starts
 
 _log = logging.getLogger(__name__)
 
@@ -112,6 +112,24 @@ def _pack_minibatch(trainer: Any, trajectories: list[Trajectory], advantages: li
                         device=trainer.device,
                         value_targets=None if returns is None else [dense_value_targets(s, returns[i]) for s, i in part]))
     return out
+
+
+@torch.no_grad()
+def read_turn_values(trainer: Any, trajectories: list[Trajectory]) -> None:
+    """Set each trajectory's ``turn_values`` from the value head (before the update: the "old" values), in
+    forwards of at most ``optim.micro_batch_tokens`` padded tokens like the update (0: one forward)."""
+    rows = [(k, s) for k, t in enumerate(trajectories) for s in t.segments]
+    by_turn: list[dict[int, float]] = [{} for _ in trajectories]
+    for group in micro_batches([len(s.token_ids) for _, s in rows], trainer.config.optim.micro_batch_tokens):
+        batch = pack([rows[r][1] for r in group], trainer.policy.pad_id, device=trainer.device)
+        hidden = trainer.model.get_decoder()(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
+                                             use_cache=False).last_hidden_state
+        values = trainer.value_head(hidden).tolist()  # (B, T)
+        for b, r in enumerate(group):
+            k, segment = rows[r]
+            by_turn[k].update({turn: values[b][i] for turn, i in turn_starts(segment).items()})
+    for t, values_of in zip(trajectories, by_turn):
+        t.turn_values = [values_of[turn] for turn in range(t.num_turns)]
 
 
 def loss_settings(config: Any) -> LossSettings:

@@ -7,7 +7,7 @@ import torch
 from trainer.config import load_config
 from trainer.loop import Trainer
 from trainer.loss import AGGREGATIONS
-from trainer.update import _pack_minibatch, accumulate_gradients, micro_batches, minibatch_split
+from trainer.update import _pack_minibatch, accumulate_gradients, micro_batches, minibatch_split, read_turn_values
 
 RUN = ["env.max_turns=3", "rollout.tasks_per_step=3", "rollout.group_size=2", "rollout.max_new_tokens=6",
        "algorithm.filter_zero_variance=false", "loss.kl_coef=0.05", "loss.entropy_coef=0.01",
@@ -98,6 +98,19 @@ def test_normalising_each_micro_batch_by_itself_would_change_the_gradient(ppo_ba
         accumulate_gradients(trainer, [batch])
     naive = {n: p.grad / len(micro) for n, p in trainer.model.named_parameters() if p.grad is not None}
     assert max(float((whole[n] - naive[n]).abs().max()) for n in naive) > 1e-4
+
+
+def test_the_critic_reads_the_same_values_in_micro_batches(ppo_batch):
+    trainer, kept, _, _ = ppo_batch
+    budget = _budget_for(trainer, kept, 4)
+    per_budget = {}
+    for tokens in (0, budget):
+        trainer.config.optim.micro_batch_tokens = tokens
+        read_turn_values(trainer, kept)
+        per_budget[tokens] = [list(t.turn_values) for t in kept]
+    flat = [(a, b) for x, y in zip(per_budget[0], per_budget[budget]) for a, b in zip(x, y)]
+    assert flat and len(flat) == sum(t.num_turns for t in kept)
+    assert max(abs(a - b) for a, b in flat) <= 1e-5 and max(abs(a) for a, _ in flat) > 1e-3
 
 
 def test_micro_batches_respect_the_budget_and_keep_every_row_once():
