@@ -107,6 +107,10 @@ def _run_checks(args: argparse.Namespace, summary: dict[str, Any]) -> None:
     model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=dtype).to(device).eval()
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
     checks = summary["checks"]
+    import vllm
+
+    summary["versions"] = {"vllm": vllm.__version__, "torch": torch.__version__,
+                           "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None}
     free_before = _free()
     started = time.perf_counter()
     policy = VLLMPolicy.from_model(model, tokenizer, dtype=args.dtype, workdir=workdir, sleep_level=1,

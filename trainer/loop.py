@@ -208,6 +208,8 @@ class Trainer:
         data = expert_trajectories(self.policy, self.train_spec, tasks, seed=derive_seed(self.config.seed, _BC),
                                    explore=bc.explore, max_detours=bc.max_detours,
                                    turn_window=self.config.rollout.turn_window if self.sample_unit == "turn" else None)
+        if self.rollout_policy is not self.policy:  # a colocated vLLM engine frees its GPU memory for BC too
+            self.rollout_policy.sleep()
         result = behaviour_clone(self.policy, data, epochs=bc.epochs, batch_size=bc.batch_size, lr=bc.lr,
                                  seed=derive_seed(self.config.seed, _BC, 1), kernel_backend=self.config.loss.kernel_backend)
         self.bc_done = True

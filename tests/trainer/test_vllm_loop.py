@@ -71,7 +71,7 @@ def test_a_resumed_run_syncs_the_checkpoint_weights(tmp_path, tiny_overrides):
 def test_lora_training_with_the_trainers_chat_template_samples_on_policy_through_the_engine(tmp_path, tiny_overrides,
                                                                                             tiny_model_and_tokenizer):
     """policy.chat_template (a file) and policy.chat_template_kwargs reach the engine's rendering, and a LoRA
-    policy is synced merged after every update: the logged gap stays at float precision."""
+    policy is synced merged after BC and every update: the logged gap stays at float precision."""
     from trainer.loop import fit
 
     _, tokenizer = tiny_model_and_tokenizer
@@ -79,14 +79,17 @@ def test_lora_training_with_the_trainers_chat_template_samples_on_policy_through
     template.write_text("{% if persona %}[{{ persona }}]{% endif %}" + tokenizer.chat_template)
     trainer = _trainer(tiny_overrides + SMALL_RUN + [f"out_dir={tmp_path / 'run'}", "steps=2", "policy.lora.rank=4",
                                                       f"policy.chat_template={template}",
-                                                      "policy.chat_template_kwargs={persona: pirate}"])
+                                                      "policy.chat_template_kwargs={persona: pirate}", "bc.episodes=2",
+                                                      "env.max_turns=8"])  # BC keeps only episodes the expert wins
     try:
         messages = [{"role": "user", "content": "Your task is to: put a pen in desk."}]
         rendered = trainer.rollout_policy.render_chat(messages)
         assert rendered.startswith("[pirate]") and rendered == trainer.policy.render_chat(messages)
-        records = [r for r in fit(trainer, echo=None) if "reward" in r]
+        logged = fit(trainer, echo=None)
     finally:
         trainer.close()
+    assert logged[0]["phase"] == "bc" and logged[0]["bc_trajectories"] == 2
+    records = [r for r in logged if "reward" in r]
     assert [r["step"] for r in records] == [1, 2] and all(r["updated"] == 1.0 for r in records)
-    assert all(r["logprob_gap_max"] < TOL for r in records), records
-    assert trainer.rollout_policy.weight_version == 1 + 1  # the start, then the sync before collection 2
+    assert all(r["logprob_gap_max"] < TOL for r in records), records  # collection 1 sampled the BC'd weights
+    assert trainer.rollout_policy.weight_version == 1 + 2  # the start, then the syncs before collections 1 and 2
