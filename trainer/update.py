@@ -91,7 +91,7 @@ def rl_update(trainer: Any, trajectories: list[Trajectory], advantages: list[lis
     steps: list[dict[str, float]] = []
     for epoch in range(config.optim.epochs):
         for chunk in minibatch_split(len(trajectories), n, epoch=epoch, seed=config.seed, step=trainer.step):
-            steps.append(gradient_step(trainer, _pack_minibatch(trainer, trajectories, advantages, returns, chunk)))
+            steps.append(gradient_step(trainer, pack_minibatch(trainer, trajectories, advantages, returns, chunk)))
     trainer.weights_changed()
     trainer.scheduler.step()
     last = {f"{key}_last": steps[-1][key] for key in ("clip_fraction", "approx_kl_old")} if len(steps) > 1 else {}
@@ -99,7 +99,7 @@ def rl_update(trainer: Any, trajectories: list[Trajectory], advantages: list[lis
             "lr": trainer.scheduler.get_last_lr()[0]}
 
 
-def _pack_minibatch(trainer: Any, trajectories: list[Trajectory], advantages: list[list[float]],
+def pack_minibatch(trainer: Any, trajectories: list[Trajectory], advantages: list[list[float]],
                     returns: list[list[float]] | None, chunk: list[int]) -> list[PackedBatch]:
     """The minibatch of trajectories ``chunk`` as packed micro-batches on the trainer's device."""
     rows = [(s, i) for i in chunk for s in trajectories[i].segments]

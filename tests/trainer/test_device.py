@@ -11,7 +11,7 @@ from trainer.errors import ConfigError
 from trainer.kernels import pick_backend
 from trainer.logprobs import token_logprobs
 from trainer.loop import Trainer, fit
-from trainer.update import _pack_minibatch, accumulate_gradients
+from trainer.update import accumulate_gradients, pack_minibatch
 
 RUN = ["env.max_turns=2", "rollout.tasks_per_step=2", "rollout.group_size=2", "rollout.max_new_tokens=6",
        "algorithm.filter_zero_variance=false", "loss.entropy_coef=0.01"]
@@ -64,7 +64,7 @@ def test_the_trainers_kernel_call_asks_with_the_tensors_device(monkeypatch):
 
 def _grads_of_one_batch(trainer, kept):
     advantages = [[(-1.0) ** k] * t.num_turns for k, t in enumerate(kept)]
-    micro = _pack_minibatch(trainer, kept, advantages, None, list(range(len(kept))))
+    micro = pack_minibatch(trainer, kept, advantages, None, list(range(len(kept))))
     assert all(b.input_ids.device == trainer.device for b in micro)
     trainer.model.train()  # as rl_update does: HF checkpoints only in training mode
     trainer.optimizer.zero_grad(set_to_none=True)
@@ -102,7 +102,7 @@ def test_bfloat16_weights_train_on_cpu_with_float32_loss_maths(tiny_overrides, t
         assert trainer.device == torch.device("cuda" if torch.cuda.is_available() else "cpu")
         assert {p.dtype for p in trainer.model.parameters()} == {torch.bfloat16}
         kept = trainer.advantages(trainer.collect()[0])[0]
-        micro = _pack_minibatch(trainer, kept, [[1.0] * t.num_turns for t in kept], None, [0])
+        micro = pack_minibatch(trainer, kept, [[1.0] * t.num_turns for t in kept], None, [0])
         logp, entropy = token_logprobs(trainer.model, micro[0])
         assert logp.dtype == entropy.dtype == torch.float32
         before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}

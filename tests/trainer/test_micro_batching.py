@@ -7,7 +7,7 @@ import torch
 from trainer.config import load_config
 from trainer.loop import Trainer
 from trainer.loss import AGGREGATIONS
-from trainer.update import _pack_minibatch, accumulate_gradients, micro_batches, minibatch_split, read_turn_values
+from trainer.update import accumulate_gradients, micro_batches, minibatch_split, pack_minibatch, read_turn_values
 
 RUN = ["env.max_turns=3", "rollout.tasks_per_step=3", "rollout.group_size=2", "rollout.max_new_tokens=6",
        "algorithm.filter_zero_variance=false", "loss.kl_coef=0.05", "loss.entropy_coef=0.01",
@@ -41,7 +41,7 @@ def ppo_batch(tiny_overrides, tmp_path_factory):
 
 def _gradients(trainer, kept, advantages, returns, budget):
     trainer.config.optim.micro_batch_tokens = budget
-    micro = _pack_minibatch(trainer, kept, advantages, returns, list(range(len(kept))))
+    micro = pack_minibatch(trainer, kept, advantages, returns, list(range(len(kept))))
     trainer.optimizer.zero_grad(set_to_none=True)
     metrics = accumulate_gradients(trainer, micro)
     params = list(trainer.model.named_parameters()) + list(trainer.value_head.named_parameters())
@@ -92,7 +92,7 @@ def test_normalising_each_micro_batch_by_itself_would_change_the_gradient(ppo_ba
     budget = _budget_for(trainer, kept, 4)
     _, _, whole = _gradients(trainer, kept, advantages, returns, 0)
     trainer.config.optim.micro_batch_tokens = budget
-    micro = _pack_minibatch(trainer, kept, advantages, returns, list(range(len(kept))))
+    micro = pack_minibatch(trainer, kept, advantages, returns, list(range(len(kept))))
     trainer.optimizer.zero_grad(set_to_none=True)
     for batch in micro:  # each micro-batch normalised by its own counts, then averaged
         accumulate_gradients(trainer, [batch])
