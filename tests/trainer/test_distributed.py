@@ -140,3 +140,20 @@ def test_tasks_per_step_not_divisible_by_the_world_size_is_refused(runs):
     result = runs[2]["resume"]["indivisible"]
     assert result["code"] == 2
     assert "rollout.tasks_per_step must be divisible by the world size: expected a multiple of 2, got 3" in result["printed"]
+
+
+def test_per_prompt_seeds_make_a_completion_independent_of_its_batch_and_row(tiny_policy):
+    """What distributed collection relies on: with ``seeds`` a prompt's draws are its own (old: one generator
+    for the batch, so a row's tokens depended on the rows before it and on the batch it was in)."""
+    from agentgym_envs.policies import SamplingConfig
+
+    a, b = tiny_policy.encode("you are in the middle of a room"), tiny_policy.encode("go to desk 1")
+    sampling = SamplingConfig(temperature=1.0, max_new_tokens=12, seed=0)
+    together = tiny_policy.generate([a, b], sampling=sampling, seeds=[11, 22])
+    alone = tiny_policy.generate([b], sampling=sampling, seeds=[22])
+    swapped = tiny_policy.generate([b, a], sampling=sampling, seeds=[22, 11])
+    assert together[1].token_ids == alone[0].token_ids == swapped[0].token_ids
+    assert together[1].logprobs == pytest.approx(alone[0].logprobs, abs=1e-5)
+    assert together[0].token_ids == swapped[1].token_ids
+    with pytest.raises(ValueError, match="expected one seed per prompt"):
+        tiny_policy.generate([a, b], sampling=sampling, seeds=[1])
