@@ -98,3 +98,14 @@ def test_vllm_settings_are_checked():
     for bad in ["policy.vllm.sleep_level=3", "policy.vllm.gpu_memory_utilization=1.5", "policy.vllm.dtype=int8"]:
         with pytest.raises(ConfigError, match="policy.vllm"):
             load_config(None, [bad])
+
+
+def test_the_engine_refuses_a_multi_rank_torchrun_before_starting(monkeypatch, tmp_path):
+    """An in-process engine initialises vLLM's own process group: under torchrun with several ranks it
+    would take the trainer's, so the backend refuses with what to do instead (no vLLM needed to refuse)."""
+    from trainer.backends.vllm import VLLMPolicy
+
+    monkeypatch.setattr(torch.distributed, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.distributed, "get_world_size", lambda *a: 2)
+    with pytest.raises(BackendError, match="2-rank torchrun.*policy.backend=hf"):
+        VLLMPolicy(tmp_path)
