@@ -38,6 +38,7 @@ measurement, not a test; numbers on a shared CPU are noisy (report the load with
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import random
@@ -263,6 +264,10 @@ def main(argv: list[str] | None = None) -> None:
 
         args.model_dir = str(build_random_model("qwen2", Path(tempfile.mkdtemp()) / "qwen2-bench", size="bench"))
     runs = [r for r in args.only.split(",") if r] or [f"{s}-{c}" for c in CONFIGS for s in ("ours", "trl")]
+    if importlib.util.find_spec("trl") is None and any(r.startswith("trl-") for r in runs):
+        print("TRL is not installed: measuring ours only. For the comparison: "
+              ".venv/bin/python -m pip install -e '.[bench]' (docs/benchmarks.md)")
+        runs = [r for r in runs if not r.startswith("trl-")]
     rows = args.prompts * args.group
     print(f"model {args.model_dir}; {rows} rows ({args.prompts} prompts × G {args.group}), prompt {args.prompt_tokens} "
           f"tokens, completion ≤ {args.completion_tokens}; micro = {args.micro} micro-batches; {args.threads} threads; "
