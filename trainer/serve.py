@@ -223,10 +223,16 @@ def _check_context(policy: Policy, prompt_tokens: int, max_tokens: int) -> None:
 
 
 def _prompt_tokens(policy: Policy, messages: list[Message]) -> int:
-    """Prompt length in tokens for token policies (0 for text-only ones, which have no tokenizer)."""
-    if isinstance(policy, TokenPolicy):
-        return len(policy.encode(policy.render_chat(messages)))
-    return 0
+    """Prompt length in tokens for token policies (0 for text-only ones, which have no tokenizer). A chat the
+    model's template refuses (roles out of the order it allows, tools it cannot read) is the client's: HTTP 400."""
+    if not isinstance(policy, TokenPolicy):
+        return 0
+    try:
+        rendered = policy.render_chat(messages)
+    except Exception as e:  # templates raise their own errors (jinja's TemplateError, raise_exception) on such chats
+        raise HTTPRequestError(400, f"the model's chat template cannot render these messages: {type(e).__name__}: "
+                                    f"{str(e)[:200]}") from e
+    return len(policy.encode(rendered))
 
 
 def load_policy(args: argparse.Namespace) -> tuple[Policy, str]:

@@ -15,7 +15,7 @@ from agentgym_envs.chat import chat_tools
 from agentgym_envs.policies import Completion, SamplingConfig
 from trainer.backends.chat_tokens import ChatTokens
 from trainer.bc import expert_trajectories
-from trainer.backends.openai_http import OpenAIHTTPPolicy
+from trainer.backends.openai_http import EndpointError, OpenAIHTTPPolicy
 from trainer.config import load_config
 from trainer.episodes import PlaySpec, auto_protocol, run_text_episodes, task_seed
 from trainer.errors import ConfigError
@@ -290,3 +290,24 @@ def test_turn_samples_of_a_tool_env_each_show_the_tools_and_the_tool_turns(famil
             prompt = policy.decode(segment.token_ids[:segment.prompt_length])
             assert '"name": "guess"' in prompt and prompt.count(result_marker) == min(k, 1)  # window of 1 turn
             assert [i for i, m in zip(segment.token_ids, segment.loss_mask) if m] == policy.encode(call) + [policy.end_id]
+
+
+def test_a_chat_the_served_models_template_refuses_is_a_client_error():
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from trainer.backends.hf import HFPolicy
+    from trainer.models import build_random_model
+
+    path = str(build_random_model("gemma", None))  # Gemma's template allows only alternating user/model turns
+    server = PolicyServer(HFPolicy(AutoModelForCausalLM.from_pretrained(path), AutoTokenizer.from_pretrained(path)))
+    server.start()
+    try:
+        policy = OpenAIHTTPPolicy(server.url, "agentgym", retries=0)
+        two_results = [{"role": "user", "content": "go"}, {"role": "assistant", "content": QWEN_CALL},
+                       {"role": "tool", "content": "a"}, {"role": "tool", "content": "b"}]
+        with pytest.raises(EndpointError, match="HTTP 400.*chat template cannot render"):
+            policy.act([two_results], sampling=SamplingConfig(max_new_tokens=2))
+        assert policy.act([two_results[:3]], sampling=SamplingConfig(max_new_tokens=2))[0].text is not None
+    finally:
+        server.shutdown()
+        server.server_close()
