@@ -144,14 +144,17 @@ def accumulate_gradients(trainer: Any, micro: Sequence[PackedBatch]) -> dict[str
     returns the minibatch's metrics. Does not zero, clip or step."""
     counts = batch_counts([b.loss_mask for b in micro] or [torch.zeros(0, 1, device=trainer.device)],
                           [b.value_targets for b in micro])
+    # zero-weight forwards that bring this rank up to the most any rank makes; agreed (a collective) before any
+    # backward, since DDP all-reduces in each backward and FSDP2 all-gathers in each forward
+    padding = trainer.world.padding(len(micro), trainer.policy.pad_id, trainer.device)
     total: dict[str, float] = {}
     for batch in micro:
         loss, metrics = micro_batch_loss(trainer, batch, counts)
         loss.backward()
         for key, value in metrics.items():
             total[key] = (max(total.get(key, value), value) if key in _MAX_METRICS else total.get(key, 0.0) + value)
-    for batch in trainer.world.padding(len(micro), trainer.policy.pad_id, trainer.device):
-        (micro_batch_loss(trainer, batch, counts)[0] * 0.0).backward()  # ranks' forwards in step (FSDP/DDP)
+    for batch in padding:
+        (micro_batch_loss(trainer, batch, counts)[0] * 0.0).backward()
     return {**total, "micro_batches": float(len(micro))}
 
 

@@ -32,7 +32,7 @@ RUNS = {
     "fsdp_adam": BASE + ADAM + ["distributed.strategy=fsdp"],
 }
 PLANS = {
-    "two": ["ddp_sgd", "fsdp_sgd", "fsdp_adam", "uneven"],  # 2 ranks
+    "two": ["ddp_sgd", "fsdp_sgd", "fsdp_adam", "uneven", "lopsided"],  # 2 ranks
     "killed": ["fsdp_adam"],  # 2 ranks, each SIGKILLs itself right after the step-1 checkpoint
     "one": ["ddp_sgd", "fsdp_adam", "to_one"],  # 1 rank; to_one resumes the killed 2-rank run's step-1 checkpoint
     "resume": ["resumed", "to_two", "indivisible"],  # 2 ranks
@@ -56,6 +56,11 @@ def main(plan: str, root: Path, cache: str) -> None:
         if run == "uneven":
             results["uneven"] = uneven_generation(load_config(None, RUNS["fsdp_sgd"] + [f"policy.cache_dir={cache}",
                                                                                    f"out_dir={root / 'uneven'}"]))
+            continue
+        if run == "lopsided":
+            results["lopsided"] = {s: lopsided_update(load_config(None, RUNS[f"{s}_sgd"] + [
+                f"policy.cache_dir={cache}", f"out_dir={root / 'lopsided'}", "optim.micro_batch_tokens=24"]))
+                for s in ("ddp", "fsdp")}
             continue
         if run == "indivisible":
             results["indivisible"] = indivisible(cache, root)
@@ -96,6 +101,28 @@ def uneven_generation(config) -> dict:
         reference = [c.token_ids for _ in range(calls) for c in plain.generate(prompts, sampling=sampling)]
         record = trainer.train_step()  # the ranks are still in step
         return {"equal": sharded == reference, "tokens": sum(map(len, sharded)), "updated": record["updated"]}
+    finally:
+        trainer.close()
+
+
+def lopsided_update(config) -> dict:
+    """Rank 1 keeps no trajectory, rank 0 several micro-batches' worth: rank 1 must still join every collective
+    (zero-weight padding forwards) and both ranks step; without padding this deadlocks or raises."""
+    import torch
+
+    from trainer.loop import Trainer
+
+    trainer = Trainer(config)
+    try:
+        kept, advantages, _ = trainer.advantages(trainer.collect()[0])
+        if trainer.world.rank == 1:
+            kept, advantages = [], []
+        before = {k: v.detach().clone() for k, v in trainer.world.model_state(trainer.model).items()}
+        record = trainer.update(kept, advantages)
+        after = trainer.world.model_state(trainer.model)
+        moved = sum(float((after[k] - before[k]).abs().sum()) for k in before) if before else 0.0
+        return {"updated": record["updated"], "micro_batches": record.get("micro_batches", 0.0), "moved": moved,
+                "finite": all(bool(torch.isfinite(v).all()) for v in after.values())}
     finally:
         trainer.close()
 

@@ -18,6 +18,7 @@ is averaged instead of summed (DDP's and FSDP2's default) halves every SGD updat
 arithmetic on CPU, so it must be bit-identical.
 """
 
+import contextlib
 import json
 import os
 import shutil
@@ -45,12 +46,16 @@ def _launch(ranks: int, plan: str, out: Path, cache: str) -> subprocess.Popen:
                             start_new_session=True)
 
 
-def _finish(process: subprocess.Popen, timeout: float = 300) -> None:
+def _finish(process: subprocess.Popen, timeout: float = 240) -> None:
     try:
         output, _ = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:  # a deadlock among the ranks: show where, then end the launch
-        os.killpg(process.pid, signal.SIGKILL)
-        output, _ = process.communicate()
+    except subprocess.TimeoutExpired:  # a deadlock among the ranks: end the launch (torchrun ends its ranks)
+        process.terminate()
+        try:
+            output, _ = process.communicate(timeout=30)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
         raise AssertionError(f"torchrun launch timed out after {timeout}s:\n{output[-4000:]}") from None
     assert process.returncode == 0, output[-4000:]
 
@@ -134,6 +139,13 @@ def test_checkpoints_resume_at_another_world_size(runs, initial):
 def test_fsdp_sampling_with_uneven_lengths_matches_the_unsharded_model(runs):
     uneven = runs[2]["two"]["uneven"]
     assert uneven["equal"] and uneven["tokens"] > 0 and uneven["updated"] == 1.0
+
+
+@pytest.mark.parametrize("strategy", ["ddp", "fsdp"])
+def test_a_rank_without_data_still_joins_the_update(runs, strategy):
+    lopsided = runs[2]["two"]["lopsided"][strategy]  # rank 0's view: its micro-batches, the weights' change
+    assert lopsided["updated"] == 1.0 and lopsided["micro_batches"] >= 2
+    assert lopsided["moved"] > 0 and lopsided["finite"]
 
 
 def test_tasks_per_step_not_divisible_by_the_world_size_is_refused(runs):
