@@ -72,11 +72,12 @@ class World:
         return int(t.item())
 
     def mean_metrics(self, metrics: dict[str, float], sums: Sequence[str] = ()) -> dict[str, float]:
-        """Each metric averaged over the ranks (``sums``: added up instead); every rank gets the result."""
-        if not self.active or not metrics:
+        """Each metric averaged over the ranks (``sums``: added up instead); every rank gets the result. A key
+        some rank lacks (a rank without data has no loss) counts as 0 there."""
+        if not self.active:
             return metrics
-        keys = sorted(metrics)
-        t = torch.tensor([float(metrics[k]) for k in keys], dtype=torch.float64, device=_comm_device())
+        keys = self._all_keys(metrics)
+        t = torch.tensor([float(metrics.get(k, 0.0)) for k in keys], dtype=torch.float64, device=_comm_device())
         dist.all_reduce(t, op=dist.ReduceOp.SUM)
         return {k: float(v) if k in sums else float(v) / self.size for k, v in zip(keys, t.tolist())}
 
@@ -85,13 +86,20 @@ class World:
         (trainer/update.py), so they add up; the gap maximum is a maximum; the rest (grad norm, lr) agree."""
         if not self.active:
             return metrics
-        shares = [k for k in metrics if k not in _SAME_ON_EVERY_RANK and k != "logprob_gap_max"]
-        out = {**metrics, **{k: v for k, v in self.mean_metrics(metrics, sums=shares).items() if k != "logprob_gap_max"}}
-        if "logprob_gap_max" in metrics:
-            t = torch.tensor([metrics["logprob_gap_max"]], dtype=torch.float64, device=_comm_device())
+        keys = self._all_keys(metrics)  # a rank without data lacks the loss terms: they count as 0 there
+        shares = [k for k in keys if k not in _SAME_ON_EVERY_RANK and k != "logprob_gap_max"]
+        out = self.mean_metrics({k: metrics.get(k, 0.0) for k in keys}, sums=shares)
+        if "logprob_gap_max" in out:
+            t = torch.tensor([metrics.get("logprob_gap_max", 0.0)], dtype=torch.float64, device=_comm_device())
             dist.all_reduce(t, op=dist.ReduceOp.MAX)
             out["logprob_gap_max"] = float(t.item())
         return out
+
+    def _all_keys(self, metrics: dict[str, float]) -> list[str]:
+        """The union of every rank's metric names, sorted (the same list on every rank)."""
+        names: list[Any] = [None] * self.size
+        dist.all_gather_object(names, sorted(metrics))
+        return sorted({k for rank in names for k in rank})
 
     def barrier(self) -> None:
         if self.active:

@@ -118,10 +118,12 @@ def lopsided_update(config) -> dict:
         if trainer.world.rank == 1:
             kept, advantages = [], []
         before = {k: v.detach().clone() for k, v in trainer.world.model_state(trainer.model).items()}
-        record = trainer.update(kept, advantages)
+        local = trainer.update(kept, advantages)
+        record = trainer.world.update_metrics(local)  # what train_step logs: every rank's shares added
         after = trainer.world.model_state(trainer.model)
         moved = sum(float((after[k] - before[k]).abs().sum()) for k in before) if before else 0.0
-        return {"updated": record["updated"], "micro_batches": record.get("micro_batches", 0.0), "moved": moved,
+        return {"updated": record["updated"], "micro_batches": local.get("micro_batches", 0.0), "moved": moved,
+                "train_tokens": record.get("train_tokens"), "local_train_tokens": local.get("train_tokens", 0.0),
                 "finite": all(bool(torch.isfinite(v).all()) for v in after.values())}
     finally:
         trainer.close()

@@ -146,6 +146,8 @@ def test_a_rank_without_data_still_joins_the_update(runs, strategy):
     lopsided = runs[2]["two"]["lopsided"][strategy]  # rank 0's view: its micro-batches, the weights' change
     assert lopsided["updated"] == 1.0 and lopsided["micro_batches"] >= 2
     assert lopsided["moved"] > 0 and lopsided["finite"]
+    # the logged record adds rank 1's missing shares as 0: all of the batch's tokens are rank 0's
+    assert lopsided["train_tokens"] == lopsided["local_train_tokens"] > 0
 
 
 def test_tasks_per_step_not_divisible_by_the_world_size_is_refused(runs):
