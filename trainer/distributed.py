@@ -29,7 +29,7 @@ import contextlib
 import datetime
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -52,6 +52,8 @@ class World:
     strategy: str = "ddp"
     active: bool = False
     """A process group is initialised (under torchrun, even with one rank): collectives run."""
+    view: Any = field(default=None, repr=False)
+    """The :class:`TrainView` that :meth:`wrap` made data-parallel (None until then)."""
 
     @property
     def is_main(self) -> bool:
@@ -168,7 +170,10 @@ class World:
             from torch.nn.parallel import DistributedDataParallel
 
             device = _param_device(model)
-            wrapped = DistributedDataParallel(view, device_ids=[device.index] if device.type == "cuda" else None)
+            # no buffer broadcast: the buffers (rotary tables) are the same on every rank, and it would be one more
+            # collective per forward
+            wrapped = DistributedDataParallel(view, device_ids=[device.index] if device.type == "cuda" else None,
+                                              broadcast_buffers=False)
             wrapped.register_comm_hook(None, _sum_allreduce_hook)
         model.get_decoder = lambda: wrapped  # token_logprobs and the critic read the decoder through this
         self.view = view
