@@ -144,7 +144,10 @@ class RolloutWorker:
                 stats.generated_tokens += completion.num_tokens
             observations, rewards, terminated, truncated, infos = self.venv.step(actions)
             for i in active:
-                penalty = self.invalid_penalty if infos[i].get("action_valid") is False else 0.0
+                valid = infos[i].get("action_valid") is not False
+                if self.spec.tool_calling:  # whether each tool call executed, per turn (TAO filtering)
+                    episodes[i].builder.trajectory.turn_valid.append(valid)
+                penalty = 0.0 if valid else self.invalid_penalty
                 episodes[i].observe(observations[i], float(rewards[i]) - penalty, bool(terminated[i]), bool(truncated[i]),
                                     infos[i], budget=self.max_context_tokens - sampling.max_new_tokens,
                                     fold_keep_turns=self.fold_keep_turns)

@@ -140,3 +140,26 @@ def test_tigpo_and_dynamic_sampling_refuse_to_run_on_several_ranks(monkeypatch):
             hooks.collect(play, TaskSampler(4, seed=0), sampling=SamplingConfig(), seed=0, step=0)
     plain = AlgorithmHooks(load_config(None, ["rollout.tasks_per_step=2"]))  # the plain collection runs on any rank
     assert len(plain.collect(play, TaskSampler(4, seed=0), sampling=SamplingConfig(), seed=0, step=0)[0]) == 4
+
+
+def test_the_rollout_records_each_turns_validity_for_tao():
+    """A tiny random model's replies rarely parse as GuessNumber tool calls: the rollout must record, per
+    turn, what the env said (before, ``turn_valid`` stayed empty and TAO dropped nothing on real runs)."""
+    from agentgym_envs.policies import SamplingConfig
+    from trainer.backends.hf import HFPolicy
+    from trainer.episodes import PlaySpec
+    from trainer.rollout import RolloutWorker
+    from trainer.tiny import TinyConfig, build_tiny
+
+    model, tokenizer = build_tiny(TinyConfig())
+    worker = RolloutWorker(PlaySpec("agentgym/GuessNumber-v0", protocol="tool_calls", max_turns=3, system_prompt=""),
+                           tasks_per_batch=1, group_size=2, max_context_tokens=4096)
+    try:
+        trajectories, _ = worker.collect(HFPolicy(model, tokenizer), [0], sampling=SamplingConfig(max_new_tokens=8, seed=0),
+                                         seed=0)
+    finally:
+        worker.close()
+    for t in trajectories:
+        assert len(t.turn_valid) == t.num_turns > 0
+    assert not any(v for t in trajectories for v in t.turn_valid)  # random 8-token replies are no tool calls
+    assert all(all_tool_calls_failed(t) for t in trajectories)

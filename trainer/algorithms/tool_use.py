@@ -6,8 +6,8 @@ call failed to execute, and drop the groups whose rollouts all got the same outc
 advantages). The second is the trainer's ``algorithm.filter_zero_variance`` (reused, not repeated here).
 A tool env reports a failed call as an invalid action: the call did not parse, named an unknown tool or
 had bad arguments (``agentgym_envs/core/tool_env.py`` raises ``InvalidAction``, so ``info["action_valid"]``
-is false); :attr:`~trainer.trajectory.Trajectory.turn_valid` holds it per turn (the rollout does not fill it
-yet: docs/trainer.md, More estimators). A trajectory without that record is never dropped. TAO's
+is false); :attr:`~trainer.trajectory.Trajectory.turn_valid` holds it per turn (the rollout records it with each
+step of a tool-calling episode). A trajectory without that record is never dropped. TAO's
 entropy bonus at post-tool-call tokens is not implemented.
 
 **EAPO penalty.** Source: Chen et al. 2026, "Learning When Not to Act: Mitigating Tool Abuse in Agentic
