@@ -154,8 +154,8 @@ class TextEpisode:
     def ret(self) -> float:
         return float(sum(self.rewards))
 
-    def messages(self) -> list[Message]:
-        return self.history.messages()
+    def messages(self, window: int | None = None) -> list[Message]:
+        return self.history.messages(window=window)
 
 
 def turn_seed(seed: int | None, turn: int) -> int | None:
@@ -164,10 +164,12 @@ def turn_seed(seed: int | None, turn: int) -> int | None:
 
 
 def run_text_episodes(policy: Policy, spec: PlaySpec, task_indices: Sequence[int], *, seed: int = 0,
-                      sampling: SamplingConfig | None = None) -> list[TextEpisode]:
+                      sampling: SamplingConfig | None = None, window: int | None = None) -> list[TextEpisode]:
     """Play one episode per task index with ``policy``, all in one batch, in this process.
 
     Env ``i`` is reset with ``seed + i``; sampling seeds derive from ``sampling.seed`` and the turn number.
+    ``window`` shows the policy only the last this-many turns (after the first observation), as turn-mode
+    training does (``rollout.turn_window``); ``None`` shows the whole chat.
     """
     sampling = sampling or SamplingConfig(temperature=0.0)
     envs = [spec.make() for _ in task_indices]
@@ -183,7 +185,7 @@ def run_text_episodes(policy: Policy, spec: PlaySpec, task_indices: Sequence[int
             break
         if isinstance(policy, EnvBoundPolicy):
             policy.bind([envs[i] for i in active])
-        batch = [episodes[i].messages() for i in active]
+        batch = [episodes[i].messages(window) for i in active]
         completions = policy.act(batch, sampling=replace(sampling, seed=turn_seed(sampling.seed, turn)))
         still = []
         for i, completion in zip(active, completions):

@@ -224,8 +224,9 @@ class Trainer:
         sampling = SamplingConfig(temperature=ev.temperature, max_new_tokens=self.config.rollout.max_new_tokens,
                                   seed=derive_seed(self.config.seed, _EVAL))
         with self.world.unsharded(self.model):  # rank 0 evaluates (the whole held-out set); the others wait
-            episodes = (run_text_episodes(self.sampling_policy(), self.eval_spec, tasks, seed=0, sampling=sampling)
-                        if self.world.is_main else [])
+            window = self.config.rollout.turn_window if self.sample_unit == "turn" else None  # as trained
+            episodes = (run_text_episodes(self.sampling_policy(), self.eval_spec, tasks, seed=0, sampling=sampling,
+                                          window=window) if self.world.is_main else [])
         self.world.barrier()
         if not self.world.is_main:
             return {}

@@ -309,3 +309,25 @@ def test_turn_prompts_over_the_budget_shrink_to_fold_keep_turns_or_end_the_episo
         assert (e.finish, e.num_turns) == ("context", over)
         assert len(e.segments) == over and all(any(seg.loss_mask) for seg in e.segments)  # no prompt-only row
         assert s.num_turns > over and all(seg.prompt_length <= 600 for seg in s.segments)
+
+
+def test_turn_mode_evaluates_with_the_window_it_trained_with(tiny_overrides, tmp_path):
+    """A policy trained on the last k turns is evaluated on the last k turns too (before, evaluation rendered
+    the whole chat, so a turn-mode policy met longer histories than any it was trained on)."""
+    config = load_config(None, tiny_overrides + [
+        "env.env_id=agentgym/Maze-Easy-v0", "rollout.sample_unit=turn", "rollout.turn_window=1", "env.max_turns=4",
+        "eval.num_tasks=2", "rollout.max_new_tokens=4", f"out_dir={tmp_path}"])
+    trainer = Trainer(config)
+    seen: list[int] = []
+    act = trainer.policy.act
+
+    def recording(batch, *, sampling):
+        seen.extend(sum(m["role"] == "assistant" for m in messages) for messages in batch)
+        return act(batch, sampling=sampling)
+
+    trainer.policy.act = recording
+    try:
+        assert trainer.evaluate()["eval_episodes"] == 2
+    finally:
+        trainer.close()
+    assert len(seen) > 2 and max(seen) == 1  # turns 2..4 would show 1..3 replies with the whole chat
