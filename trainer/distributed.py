@@ -300,6 +300,9 @@ def init_world(config: Any) -> World:
         return World(strategy=config.strategy)
     if not dist.is_initialized():
         backend = config.backend if config.backend != "auto" else ("nccl" if torch.cuda.is_available() else "gloo")
+        if backend == "nccl" and not torch.cuda.is_available():
+            raise ConfigError("distributed.backend=nccl needs CUDA, but torch.cuda.is_available() is False; use "
+                              "distributed.backend=gloo (or auto)")
         if backend == "nccl":
             torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)))
         dist.init_process_group(backend, timeout=datetime.timedelta(minutes=config.timeout_minutes))

@@ -171,3 +171,16 @@ def test_per_prompt_seeds_make_a_completion_independent_of_its_batch_and_row(tin
     assert together[0].token_ids == swapped[1].token_ids
     with pytest.raises(ValueError, match="expected one seed per prompt"):
         tiny_policy.generate([a, b], sampling=sampling, seeds=[1])
+
+
+def test_nccl_without_cuda_is_a_config_error(monkeypatch):
+    from trainer.config import DistributedConfig
+    from trainer.distributed import init_world
+    from trainer.errors import ConfigError
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "0")
+    with pytest.raises(ConfigError, match="distributed.backend=nccl needs CUDA"):
+        init_world(DistributedConfig(backend="nccl"))
+    assert not torch.distributed.is_initialized()
