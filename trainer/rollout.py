@@ -128,6 +128,7 @@ class RolloutWorker:
         episodes = [_Episode(policy, obs, self.spec.start_info(info), int(tasks[i // self.group_size]), i // self.group_size,
                              self.spec, turn_window=window)
                     for i, (obs, info) in enumerate(zip(observations, infos))]
+        self._end_oversized_first_prompts(episodes, self.max_context_tokens - sampling.max_new_tokens)
         for turn in range(self.spec.max_turns):
             active = [i for i, e in enumerate(episodes) if e.running]
             if not active:
@@ -154,6 +155,19 @@ class RolloutWorker:
             stats.env_steps += len(active)
         stats.seconds = time.perf_counter() - start
         return [e.close() for e in episodes], stats
+
+
+    @staticmethod
+    def _end_oversized_first_prompts(episodes: list[_Episode], budget: int) -> None:
+        """An episode whose first prompt alone exceeds the context budget ends before its first reply
+        (``finish="context"``, nothing to train on) instead of being sampled past the model's positions."""
+        for e in episodes:
+            if e.running and len(e.builder.ids) > budget:
+                _log.warning("first prompt of task %d is %d tokens, over the context budget of %d "
+                             "(rollout.max_context_tokens - max_new_tokens): the episode ends unplayed; raise "
+                             "rollout.max_context_tokens or shorten the prompt (env.system_prompt)",
+                             e.builder.trajectory.task_index, len(e.builder.ids), budget)
+                e._end("context", False)
 
 
 class _Episode:

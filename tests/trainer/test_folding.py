@@ -73,3 +73,23 @@ def test_trainer_updates_on_folded_episodes_with_grpo_and_ppo(tiny_overrides, tm
         assert any(not torch.equal(a, b) for a, b in zip(before, trainer.model.parameters()))
         if estimator == "ppo_gae":
             assert all(len(t.turn_values) == t.num_turns for t in kept)
+
+
+def test_a_first_prompt_over_the_budget_ends_the_episode_unplayed(tiny_policy):
+    """Before, only later prompts were checked: a first prompt longer than the budget (Tutoring's tool list
+    is ~3.9 k tiny tokens) was sampled past the context, beyond the model's positions."""
+    first = min(t.segments[0].prompt_length for t in _collect(tiny_policy, budget=4096, keep=0))
+    calls: list[int] = []
+    generate = tiny_policy.generate
+
+    def counting(prompts, **kwargs):
+        calls.append(len(prompts))
+        return generate(prompts, **kwargs)
+
+    tiny_policy.generate = counting
+    try:
+        trajectories = _collect(tiny_policy, budget=SAMPLING.max_new_tokens + first - 1, keep=1)
+    finally:
+        tiny_policy.generate = generate
+    assert calls == []  # nothing sampled: every first prompt is over the budget by at least one token
+    assert {t.finish for t in trajectories} == {"context"} and not any(t.trainable for t in trajectories)
