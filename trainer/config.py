@@ -373,6 +373,7 @@ class EvalConfig:
     repeats: int = 1
     """Episodes per task (useful with ``temperature > 0``)."""
 
+
 @dataclass
 class DistributedConfig:
     """Data parallelism under ``torchrun`` (trainer/distributed.py); ignored in a plain single process."""
@@ -390,7 +391,6 @@ class DistributedConfig:
         _require(self.backend in ("auto", "nccl", "gloo"),
                  f"distributed.backend must be 'auto', 'nccl' or 'gloo', got {self.backend!r}")
         _require(self.timeout_minutes > 0, f"distributed.timeout_minutes must be > 0, got {self.timeout_minutes}")
-
 
 
 @dataclass
@@ -415,8 +415,8 @@ class TrainConfig:
     loss: LossConfig = field(default_factory=LossConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
     bc: BCConfig = field(default_factory=BCConfig)
-    distributed: DistributedConfig = field(default_factory=DistributedConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
+    distributed: DistributedConfig = field(default_factory=DistributedConfig)
 
     def __post_init__(self) -> None:
         _require(self.steps >= 0, f"steps must be >= 0, got {self.steps}")
