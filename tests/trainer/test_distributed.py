@@ -4,7 +4,7 @@ FSDP2 sampling survives ranks that decode different numbers of tokens; an indivi
 
 Four ``torchrun`` launches (tests/trainer/distributed_runs.py runs several trainings in each), shared by the
 tests through one module fixture, in this order: two ranks (DDP-SGD, FSDP-SGD, FSDP-AdamW straight runs, the
-uneven-generation check), two ranks that SIGKILL themselves right after the step-1 checkpoint (a hard kill at a
+uneven-generation check, an update where rank 1 has no data), two ranks that SIGKILL themselves right after the step-1 checkpoint (a hard kill at a
 fixed point, so the test cannot race the run), one rank (the references, and the
 killed run's step-1 checkpoint resumed on one rank), two ranks (the killed run resumed; the one-rank step-1
 checkpoint resumed on two; the indivisible config).
