@@ -30,8 +30,10 @@ default ``loss_type="dapo"``), grad-norm clip 1.0, the same torch thread count.
 ``ckpt+micro``: both.
 
 **Peak memory.** Each configuration runs in its own subprocess. Peak = ``ru_maxrss`` at the end minus the
-resident set size just before the first (warm-up) update, i.e. after the model, optimiser wrapper and
-batch exist: what the update itself adds (activations, gradients, AdamW state, temporaries). A
+resident set size once the model, optimiser wrapper and batch exist, before the first (warm-up) update
+(ours: also before the no-grad pass that computes the on-policy sampling log-probs, so memory that pass
+frees and the update reuses is counted): what the update adds (activations, gradients, AdamW state,
+temporaries). A
 measurement, not a test; numbers on a shared CPU are noisy (report the load with them).
 """
 
@@ -124,12 +126,12 @@ def run_ours(args: argparse.Namespace, config_name: str) -> dict[str, Any]:
     trajectories = [Trajectory(p + c, [0] * len(p) + [1] * len(c), [0.0] * (len(p) + len(c)),
                                [-1] * len(p) + [0] * len(c), len(p), rewards=[0.0], finish="terminated", group=i)
                     for i, (p, c) in enumerate(rows)]
+    baseline = rss_bytes()  # before the scoring pass too: memory it frees and the update reuses still counts
     with torch.no_grad():  # on-policy: the sampler's log-probs are the current weights'
         logp, _ = token_logprobs(trainer.model, pack(trajectories, trainer.policy.pad_id))
     for b, t in enumerate(trajectories):
         t.sampling_logprobs = [float(x) if m else 0.0 for x, m in zip(logp[b, :len(t.token_ids)], t.loss_mask)]
     advantages = [[a] for a in batch["advantages"]]
-    baseline = rss_bytes()
     times, cpu = [], []
     for _ in range(1 + args.repeats):
         start, start_cpu = time.perf_counter(), time.process_time()
