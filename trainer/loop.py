@@ -247,7 +247,7 @@ class Trainer:
         policy = self.sampling_policy()
         sync_s = time.perf_counter() - sync_start
         def play(tasks: list[int], sampling: SamplingConfig, seed: int):  # the same tasks on every rank; each plays its share
-            offset = self.world.rank * len(tasks) // self.world.size if self.world.active else None
+            offset = self.world.rank * len(tasks) // self.world.size  # one sampling path: a plain run = 1 rank
             return self._worker.collect(policy, self.world.shard(tasks), sampling=sampling, seed=seed, group_offset=offset)
 
         with self.world.unsharded(self.model):  # the hooks pick the tasks (TIGPO revisits) and may re-collect (DAPO)

@@ -113,7 +113,7 @@ class RolloutWorker:
                 seed: int, group_offset: int | None = None) -> tuple[list[Trajectory], RolloutStats]:
         """One trajectory per env: envs ``[g*G, (g+1)*G)`` play ``tasks[g]`` from the same start.
 
-        ``group_offset`` (distributed collection: this rank's first global group) keys env reset seeds
+        ``group_offset`` (this rank's first global group; 0 in a plain process) keys env reset seeds
         (``seed + group_offset + g``) and per-episode sampling seeds by the global group / episode index, so
         nothing an episode draws depends on which rank or batch row it lands in (trainer/distributed.py)."""
         if len(tasks) * self.group_size != self.venv.num_envs:
