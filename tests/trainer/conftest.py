@@ -42,3 +42,19 @@ def tiny_policy(tiny_model_and_tokenizer):
 
     model, tokenizer = tiny_model_and_tokenizer
     return HFPolicy(copy.deepcopy(model), tokenizer)
+
+
+@pytest.fixture
+def make_calls(monkeypatch):
+    """Every kwargs dict the trainer passes to agentgym_envs.make."""
+    import agentgym_envs
+
+    calls: list[dict] = []
+    real = agentgym_envs.make
+
+    def spy(env_id, **kwargs):
+        calls.append(kwargs)
+        return real(env_id, **kwargs)
+
+    monkeypatch.setattr(agentgym_envs, "make", spy)
+    return calls

@@ -33,20 +33,6 @@ SMALL = ["rollout.tasks_per_step=2", "rollout.group_size=2", "env.max_turns=3", 
          "env.system_prompt=''", "eval.num_tasks=2", "loss.entropy_coef=0.01"]  # entropy: a gradient even at zero advantage
 
 
-@pytest.fixture
-def make_calls(monkeypatch):
-    """Every kwargs dict the trainer passes to agentgym_envs.make."""
-    calls: list[dict] = []
-    real = agentgym_envs.make
-
-    def spy(env_id, **kwargs):
-        calls.append(kwargs)
-        return real(env_id, **kwargs)
-
-    monkeypatch.setattr(agentgym_envs, "make", spy)
-    return calls
-
-
 @pytest.mark.parametrize("env_id", IDS)
 def test_one_step_on_every_family(env_id, tiny_overrides, tmp_path, make_calls):
     # GuessNumber, Search and Tutoring are tool envs: env.protocol=auto trains them through tool_calls.

@@ -14,7 +14,6 @@ import math
 
 import pytest
 
-import agentgym_envs
 from agentgym_envs.cli.main import main
 from agentgym_envs.core.hooks import has_expert
 from agentgym_envs.policies import Completion, SamplingConfig
@@ -46,20 +45,6 @@ ONE_STEP = ["steps=1", "rollout.tasks_per_step=1", "rollout.group_size=2", "env.
             "rollout.max_context_tokens=1024", "bc.episodes=0", "eval.num_tasks=1", "eval.every=0", "checkpoint_every=0",
             "env.train_tasks=1",  # task 0 for train and evaluation: TextWorld generates (and caches) one game
             "algorithm.filter_zero_variance=false", "loss.entropy_coef=0.01"]  # entropy: a gradient at zero advantage
-
-
-@pytest.fixture
-def make_calls(monkeypatch):
-    """Every kwargs dict the trainer passes to agentgym_envs.make."""
-    calls: list[dict] = []
-    real = agentgym_envs.make
-
-    def spy(env_id, **kwargs):
-        calls.append(kwargs)
-        return real(env_id, **kwargs)
-
-    monkeypatch.setattr(agentgym_envs, "make", spy)
-    return calls
 
 
 def train_one_step(overrides: list[str], out_dir) -> dict:
