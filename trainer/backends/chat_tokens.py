@@ -8,7 +8,6 @@ stay as sampled (the trainer scores exactly them); only the text the prefix-exte
 model's next prompt renders.
 """
 
-
 from __future__ import annotations
 
 from collections.abc import Sequence
