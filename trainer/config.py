@@ -302,9 +302,32 @@ class LossConfig:
     """Dual-clip bound (Ye et al. 2020): a token with a negative advantage A loses at most ``-A · clip_ratio_c``
     however large its ratio grew off-policy (minibatches > 1, a separate sampler). Must be > 1; verl's default
     is 3. On-policy the ratio stays near 1 and the bound is never used."""
+    policy_loss: str = "ppo"
+    """The per-token policy term (:data:`trainer.loss.POLICY_LOSSES`): ``ppo`` (dual-clipped PPO/DAPO),
+    ``gspo`` (sequence-level ratio, its own clip range below), ``cispo`` (clipped stop-gradient IS weight
+    times ``A · log π``, clipped by ``clip_low`` / ``clip_high``)."""
+    gspo_clip_low: float = 3e-4
+    gspo_clip_high: float = 4e-4
+    """GSPO's clip range on the length-normalised sequence ratio (the paper's 3e-4 / 4e-4)."""
+    rollout_correction: str = "none"
+    """Trainer-vs-sampler correction (:func:`trainer.loss.rollout_correction`): ``none``, ``tis_token``,
+    ``tis_sequence`` (truncated IS weight), ``mis_token``, ``mis_sequence`` (masked IS). On: the trainer's
+    ``π_old`` is recomputed before the update's first gradient step and the PPO ratio is taken to it."""
+    rollout_correction_cap: float = 2.0
+    """``C``: TIS weights are ``min(ρ, C)``; MIS keeps ``ρ`` in ``[1/C, C]`` (verl's default 2). Must be > 1."""
+    echo_coef: float = 0.0
+    """ECHO: weight of the cross-entropy on environment-observation tokens (0: off, no extra kernel call)."""
 
     def __post_init__(self) -> None:
-        from .loss import AGGREGATIONS, KL_ESTIMATORS
+        from .loss import AGGREGATIONS, KL_ESTIMATORS, POLICY_LOSSES, ROLLOUT_CORRECTIONS
+
+        _require(self.policy_loss in POLICY_LOSSES, f"loss.policy_loss must be one of {', '.join(POLICY_LOSSES)}, got {self.policy_loss!r}")
+        _require(self.rollout_correction in ROLLOUT_CORRECTIONS,
+                 f"loss.rollout_correction must be one of {', '.join(ROLLOUT_CORRECTIONS)}, got {self.rollout_correction!r}")
+        _require(self.rollout_correction_cap > 1, f"loss.rollout_correction_cap must be > 1, got {self.rollout_correction_cap}")
+        _require(0 <= self.gspo_clip_low < 1 and self.gspo_clip_high >= 0,
+                 f"loss.gspo_clip_low must be in [0, 1) and gspo_clip_high >= 0, got {self.gspo_clip_low}, {self.gspo_clip_high}")
+        _require(self.echo_coef >= 0, f"loss.echo_coef must be >= 0 (0: off), got {self.echo_coef}")
 
         _require(self.aggregation in AGGREGATIONS, f"loss.aggregation must be one of {', '.join(AGGREGATIONS)}, got {self.aggregation!r}")
         _require(self.kl_estimator in KL_ESTIMATORS, f"loss.kl_estimator must be one of {', '.join(KL_ESTIMATORS)}")

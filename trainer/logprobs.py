@@ -28,6 +28,12 @@ class PackedBatch:
     advantages: torch.Tensor
     value_targets: torch.Tensor | None = None
     """(B, T) critic targets at each turn's start position, NaN elsewhere (PPO only)."""
+    old_logprobs: torch.Tensor | None = None
+    """(B, T) the trainer's ``π_old`` recomputed before the update (rollout correction on), else None."""
+    is_weights: torch.Tensor | None = None
+    """(B, T) the rollout correction's TIS weights (``loss.rollout_correction=tis_*``), else None."""
+    observed: torch.Tensor | None = None
+    """(B, T) bool: ECHO's observation tokens (:func:`trainer.loss.observation_mask`), else None."""
 
     @property
     def num_tokens(self) -> int:
@@ -68,11 +74,13 @@ def output_layer(model: Any) -> tuple[Any, torch.Tensor]:
 
 
 def token_logprobs(model: Any, batch: PackedBatch, *, temperature: float = 1.0, backend: str = "auto",
-                   return_hidden: bool = False) -> tuple[torch.Tensor, ...]:
+                   return_hidden: bool = False, observed: torch.Tensor | None = None) -> tuple[torch.Tensor, ...]:
     """(B, T) log-probs and entropies of the sampled tokens (0 elsewhere), differentiable.
 
     Position ``t`` holds ``log π(x_t | x_<t)``, aligned with ``loss_mask`` and ``sampling_logprobs``.
-    With ``return_hidden`` the (B, T, H) final hidden states come third (the critic reads them).
+    With ``return_hidden`` the (B, T, H) final hidden states come third (the critic reads them). With
+    ``observed`` (a (B, T) mask, ECHO's observation tokens) the (B, T) log-probs of those tokens at
+    temperature 1 (the model's own likelihood) come last, from the same hidden states and kernel.
     """
     decoder, _ = output_layer(model)
     # no KV cache: nothing decodes after this forward (and HF's gradient checkpointing refuses one)
@@ -85,4 +93,9 @@ def token_logprobs(model: Any, batch: PackedBatch, *, temperature: float = 1.0, 
     B, T = batch.input_ids.shape
     dense_lp = torch.zeros(B, T, dtype=logprobs.dtype, device=logprobs.device).index_put((b, t + 1), logprobs)
     dense_ent = torch.zeros(B, T, dtype=entropies.dtype, device=entropies.device).index_put((b, t + 1), entropies)
-    return (dense_lp, dense_ent, hidden) if return_hidden else (dense_lp, dense_ent)
+    out = (dense_lp, dense_ent, hidden) if return_hidden else (dense_lp, dense_ent)
+    if observed is not None:
+        ob, ot = observed[:, 1:].nonzero(as_tuple=True)
+        obs_lp, _ = linear_logprob_entropy(hidden[ob, ot], weight, batch.input_ids[ob, ot + 1], backend=backend)
+        out = (*out, torch.zeros(B, T, dtype=obs_lp.dtype, device=obs_lp.device).index_put((ob, ot + 1), obs_lp))
+    return out

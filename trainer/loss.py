@@ -6,7 +6,12 @@ clipped surrogate with DAPO's asymmetric clip, written as a per-token loss to mi
     ratio = exp(clamp(logp - old_logp, ±LOG_RATIO_CLAMP))
     ppo = max(-A · ratio, -A · clip(ratio, 1 - ε_low, 1 + ε_high))
     per_token = min(ppo, -A · c) where A < 0 (dual-clip), ppo elsewhere
-    loss = aggregate(per_token) + β · aggregate(KL(π ‖ π_ref)) - c_H · aggregate(entropy)
+    loss = aggregate(w · per_token) + β · aggregate(KL(π ‖ π_ref)) - c_H · aggregate(entropy)
+           + λ_echo · mean over observation tokens of -log π(observation token)
+
+``policy_loss`` picks the per-token policy term (:data:`POLICY_LOSSES`: ``ppo`` above, ``gspo`` with a
+sequence-level ratio, ``cispo`` with a clipped stop-gradient IS weight); ``w`` is the rollout correction's
+truncated IS weight (:func:`rollout_correction`, 1 when off); the last term is ECHO (:func:`echo_loss`).
 
 Dual-clip (Ye et al. 2020, "Mastering Complex Control in MOBA Games with Deep Reinforcement Learning",
 arXiv:1912.09729) bounds the loss of a negative-advantage token by ``-A · c`` (``c = clip_ratio_c``, 3 by
@@ -30,7 +35,7 @@ segments.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -52,6 +57,8 @@ class BatchCounts:
     """Rows: token segments, the "sequences" of ``sequence_mean`` and the B of ``token_sum_norm``."""
     value_targets: float = 0.0
     """Positions with a critic target (PPO's value loss is their mean)."""
+    observations: float = 0.0
+    """Observation tokens (:func:`observation_mask`): ECHO's cross-entropy is their mean."""
 
 
 def global_sum(values: torch.Tensor) -> torch.Tensor:
@@ -66,19 +73,24 @@ def global_sum(values: torch.Tensor) -> torch.Tensor:
 
 
 def batch_counts(loss_masks: Sequence[torch.Tensor], value_targets: Sequence[torch.Tensor | None] = (), *,
+                 observation_masks: Sequence[torch.Tensor | None] = (),
                  reduce: Callable[[torch.Tensor], torch.Tensor] = global_sum) -> BatchCounts:
     """The normalisers of a whole batch given as its micro-batches: sampled tokens and rows of each
     ``loss_masks[i]`` (B_i, T_i), critic targets of each ``value_targets[i]`` (B_i, T_i, NaN where none),
-    summed over the micro-batches and then by ``reduce`` (:func:`global_sum`: across ranks, one collective)."""
-    local = torch.zeros(3, dtype=torch.float64, device=loss_masks[0].device)
+    observation tokens of each ``observation_masks[i]`` (ECHO), summed over the micro-batches and then by
+    ``reduce`` (:func:`global_sum`: across ranks, one collective)."""
+    local = torch.zeros(4, dtype=torch.float64, device=loss_masks[0].device)
     for mask in loss_masks:
         local[0] += mask.sum()
         local[1] += mask.shape[0]
     for targets in value_targets:
         if targets is not None:
             local[2] += (~torch.isnan(targets)).sum()
-    tokens, rows, target_count = reduce(local).tolist()
-    return BatchCounts(tokens, rows, target_count)
+    for observed in observation_masks:
+        if observed is not None:
+            local[3] += observed.sum()
+    tokens, rows, target_count, observations = reduce(local).tolist()
+    return BatchCounts(tokens, rows, target_count, observations)
 
 
 def _counted(mask: torch.Tensor, counts: BatchCounts | None) -> BatchCounts:
@@ -138,6 +150,13 @@ class LossSettings:
     """Dr.GRPO's constant normaliser (``token_sum_norm``): the longest generation budget per trajectory."""
     clip_ratio_c: float = 3.0
     """Dual-clip bound: a token with A < 0 loses at most ``-A · clip_ratio_c`` (must be > 1)."""
+    policy_loss: str = "ppo"
+    """The per-token policy term: an entry of :data:`POLICY_LOSSES`."""
+    gspo_clip_low: float = 3e-4
+    gspo_clip_high: float = 4e-4
+    """GSPO's clip range on the sequence ratio (the paper's 3e-4 / 4e-4: a length-normalised ratio moves little)."""
+    echo_coef: float = 0.0
+    """ECHO's weight λ on the observation-token cross-entropy (0: off)."""
 
 
 def clipped_token_loss(log_ratio: torch.Tensor, advantages: torch.Tensor,
@@ -158,35 +177,154 @@ def clipped_token_loss(log_ratio: torch.Tensor, advantages: torch.Tensor,
     return per_token, clipped_term > unclipped, negative & (ppo > bound)
 
 
+TokenLoss = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+
+
+def ppo_token_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor,
+                   settings: LossSettings) -> TokenLoss:
+    """PPO / DAPO's dual-clipped token loss (:func:`clipped_token_loss` on the token log-ratio)."""
+    return clipped_token_loss(logp - old_logp, advantages, settings)
+
+
+def sequence_log_ratio(log_ratio: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """(B, 1): each row's mean log-ratio over its sampled tokens, ``log s_i`` of GSPO (0 for a row without any).
+    A row is never split across micro-batches, so this is the same in any split."""
+    return (log_ratio * mask).sum(-1, keepdim=True) / mask.sum(-1, keepdim=True).clamp(min=1)
+
+
+def gspo_token_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor,
+                    settings: LossSettings) -> TokenLoss:
+    """GSPO (Zheng et al. 2025, "Group Sequence Policy Optimization", arXiv:2507.18071), in its GSPO-token form.
+
+    The sequence ratio ``s_i = exp(mean_t log(π_θ(y_it) / π_old(y_it)))`` (length-normalised over the row's
+    sampled tokens) replaces the token ratio; GSPO-token writes it per token as
+    ``s_it = sg(s_i) · π_θ(y_it) / sg(π_θ(y_it))``: equal to ``s_i`` in value, with the gradient
+    ``s_i ∇log π_θ(y_it)``, so per-token (per-turn) advantages work and, with one advantage per row and
+    ``sequence_mean``, the gradient is GSPO's. The clip (and dual-clip) of :func:`clipped_token_loss` is
+    applied to ``s_it`` with GSPO's own range ``gspo_clip_low`` / ``gspo_clip_high`` (the paper: 3e-4 / 4e-4).
+    """
+    sequence = sequence_log_ratio((logp - old_logp).detach(), mask)  # (B, 1)
+    gspo = replace(settings, clip_low=settings.gspo_clip_low, clip_high=settings.gspo_clip_high)
+    return clipped_token_loss(sequence + (logp - logp.detach()), advantages, gspo)
+
+
+def cispo_token_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor,
+                     settings: LossSettings) -> TokenLoss:
+    """CISPO (MiniMax 2025, "MiniMax-M1: Scaling Test-Time Compute Efficiently with Lightning Attention",
+    arXiv:2506.13585): REINFORCE with the clipped importance weight held constant,
+
+        per_token = -sg(clip(r, 1 - ε_low, 1 + ε_high)) · A · log π_θ,   r = π_θ / π_old,
+
+    so every token keeps a gradient (PPO's clip zeroes it outside the range), bounded by the weight. The
+    paper sets no lower bound in effect (``loss.clip_low`` near 1 does that here). For A < 0 the weight is
+    also capped at ``clip_ratio_c`` (dual-clip; moot while ``1 + ε_high < c``). ``clipped``: tokens with
+    A ≠ 0 whose weight was clipped; ``dual``: those whose weight the dual cap lowered.
+    """
+    ratio = (logp - old_logp).detach().clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP).exp()
+    weight = ratio.clamp(1 - settings.clip_low, 1 + settings.clip_high)
+    negative = advantages < 0
+    dual = negative & (weight > settings.clip_ratio_c)
+    weight = torch.where(dual, torch.full_like(weight, settings.clip_ratio_c), weight)
+    return -weight * advantages * logp, (weight != ratio) & (advantages != 0) & ~dual, dual
+
+
+POLICY_LOSSES: dict[str, Callable[..., TokenLoss]] = {
+    "ppo": ppo_token_loss, "gspo": gspo_token_loss, "cispo": cispo_token_loss,
+}
+"""``loss.policy_loss``: (logp, old_logp, advantages, mask, settings) -> (per-token loss, clipped, dual)."""
+
+
+ROLLOUT_CORRECTIONS = ("none", "tis_token", "tis_sequence", "mis_token", "mis_sequence")
+"""``loss.rollout_correction``: truncated (TIS) or masked (MIS) importance sampling, per token or per row."""
+
+
+def rollout_correction(old_logp: torch.Tensor, sampling_logp: torch.Tensor, mask: torch.Tensor, mode: str,
+                       cap: float) -> tuple[torch.Tensor | None, torch.Tensor]:
+    """The rollout correction between the trainer's ``π_old`` and the sampler's log-probs: (IS weight or
+    None, the loss mask to train on). Both inputs are constants (no gradient).
+
+    ``ρ = π_old / π_sampler`` per token (``*_token``) or its product over a row's sampled tokens
+    (``*_sequence``; the row is never split across micro-batches). TIS (Yao et al. 2025, "Your Efficient RL
+    Framework Secretly Brings You Off-Policy RL Training", Fengyao's blog, as in verl's rollout correction):
+    the policy term of each token is multiplied by ``min(ρ, C)``. MIS (masked IS, verl's rollout correction
+    with rejection): tokens (rows) with ``ρ`` outside ``[1/C, C]`` leave the loss mask, so they neither
+    contribute nor count in any normaliser. ``none``: no weight, the mask as given.
+    """
+    if mode == "none":
+        return None, mask
+    log_rho = (old_logp - sampling_logp).clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP) * mask
+    if mode.endswith("_sequence"):
+        log_rho = log_rho.sum(-1, keepdim=True).clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP).expand_as(mask)
+    rho = log_rho.exp()
+    if mode.startswith("tis_"):
+        return rho.clamp(max=cap), mask
+    return None, mask * ((rho >= 1.0 / cap) & (rho <= cap)).to(mask.dtype)
+
+
+def observation_mask(loss_mask: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """(B, T) bool: ECHO's environment-observation tokens, the ids after a row's first sampled id with
+    ``loss_mask`` 0 (not the prompt before it, not padding). They include the template's markers between a
+    reply and the next (end-of-turn, the user header, the generation prompt): inserted by the template, not
+    told apart from the env's text without re-tokenising, and cheap to predict."""
+    started = loss_mask.cumsum(-1) > 0
+    return started & (loss_mask == 0) & attention_mask.bool()
+
+
+def echo_loss(observation_logp: torch.Tensor, observed: torch.Tensor, counts: BatchCounts) -> torch.Tensor:
+    """ECHO ("Environment Cross-entropy Hybrid Objective"; the seed abstract, no arXiv id found): the mean
+    cross-entropy ``-log π_θ(o_t | o_<t)`` of the batch's observation tokens (``observed``), a share of the
+    whole batch's mean when ``counts`` are the batch's (:func:`batch_counts` with ``observation_masks``)."""
+    return -(observation_logp * observed).sum() / max(counts.observations, 1.0)
+
+
 def policy_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tensor, loss_mask: torch.Tensor,
                 settings: LossSettings, *, entropy: torch.Tensor | None = None,
-                ref_logp: torch.Tensor | None = None,
-                counts: BatchCounts | None = None) -> tuple[torch.Tensor, dict[str, float]]:
+                ref_logp: torch.Tensor | None = None, counts: BatchCounts | None = None,
+                is_weights: torch.Tensor | None = None, observation_logp: torch.Tensor | None = None,
+                observed: torch.Tensor | None = None) -> tuple[torch.Tensor, dict[str, float]]:
     """The scalar loss to minimise and its diagnostics (clip fractions, KL, entropy, approx-KL to old).
 
     Args (all (B, T)): current log-probs (with grad), the log-probs the data was sampled with, per-token
     advantages, the loss mask; optionally entropies (with grad) and a reference policy's log-probs.
     ``counts``: the normalisers of the whole batch this is a micro-batch of (:func:`batch_counts`); then
     the loss and every metric are this micro-batch's share, and summing them over the micro-batches gives
-    the whole batch's. ``None``: this is the whole batch.
+    the whole batch's. ``None``: this is the whole batch. ``is_weights``: the rollout correction's TIS weight
+    multiplying the policy term (:func:`rollout_correction`); ``observation_logp`` / ``observed``: the
+    log-probs (with grad) and mask of the observation tokens for ECHO (``echo_loss`` is logged, and added
+    × ``echo_coef``).
 
     ``clip_fraction`` is the fraction of masked tokens (``loss_mask`` 1) where PPO's clipped term
     ``-A · clip(ratio, 1 - ε_low, 1 + ε_high)`` is strictly greater than ``-A · ratio`` and so is the term
     used (a ratio outside the range on the side where A pushes it further; A = 0 never counts);
-    ``clip_fraction_dual`` the fraction where the dual-clip bound ``-A · c`` is the term used.
+    ``clip_fraction_dual`` the fraction where the dual-clip bound ``-A · c`` is the term used (for ``gspo``
+    the same on the sequence ratio; for ``cispo`` where the IS weight was clipped / dual-capped).
     """
     mask = loss_mask.float()
-    counts = _counted(mask, counts)
+    if counts is None:
+        counts = batch_counts([mask], observation_masks=[observed] if observed is not None else (), reduce=lambda t: t)
 
     def aggregate(values: torch.Tensor) -> torch.Tensor:
         return AGGREGATIONS[settings.aggregation](values, mask, settings.max_tokens, counts)
 
-    per_token, clipped, dual = clipped_token_loss(logp - old_logp, advantages, settings)
+    per_token, clipped, dual = POLICY_LOSSES[settings.policy_loss](logp, old_logp, advantages, mask, settings)
+    if is_weights is not None:
+        per_token = per_token * is_weights
     loss = aggregate(per_token)
     metrics = {"pg_loss": float(loss.detach()),
                "clip_fraction": float(token_mean(clipped.float(), mask, 0, counts)),
                "clip_fraction_dual": float(token_mean(dual.float(), mask, 0, counts)),
                "approx_kl_old": float(token_mean(kl_k3(logp.detach(), old_logp), mask, 0, counts))}
+    loss = _add_regularisers(loss, logp, mask, settings, aggregate, counts, metrics, entropy=entropy,
+                             ref_logp=ref_logp, observation_logp=observation_logp, observed=observed)
+    return loss, metrics
+
+
+def _add_regularisers(loss: torch.Tensor, logp: torch.Tensor, mask: torch.Tensor, settings: LossSettings,
+                      aggregate: Callable, counts: BatchCounts, metrics: dict[str, float], *,
+                      entropy: torch.Tensor | None, ref_logp: torch.Tensor | None,
+                      observation_logp: torch.Tensor | None, observed: torch.Tensor | None) -> torch.Tensor:
+    """``loss + β · KL - c_H · entropy + λ · ECHO``, added in that order (so the defaults' numbers are the
+    same bits as before ECHO existed), logging each term's value in ``metrics``."""
     if ref_logp is not None:
         kl = KL_ESTIMATORS[settings.kl_estimator](logp, ref_logp)
         kl_value = aggregate(kl)
@@ -198,4 +336,9 @@ def policy_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Te
         metrics["entropy"] = float(token_mean(entropy.detach(), mask, 0, counts))
         if settings.entropy_coef:
             loss = loss - settings.entropy_coef * entropy_value
-    return loss, metrics
+    if observation_logp is not None and observed is not None:
+        echo = echo_loss(observation_logp, observed.float(), counts)
+        metrics["echo_loss"] = float(echo.detach())
+        if settings.echo_coef:
+            loss = loss + settings.echo_coef * echo
+    return loss

@@ -15,6 +15,14 @@ within 1e-5 for every aggregation, KL, entropy and the critic). Under data paral
 then its share of the global loss, so gradients must be SUMMED across ranks, not averaged. Metrics are the
 whole minibatch's (shares summed, ``logprob_gap_max`` a max); those of the first optimiser step (on-policy:
 the log-prob gap then measures sampler vs trainer only) are logged, plus ``*_last`` of the last step.
+
+``π_old``, the denominator of the ratio: by default the **sampler's** log-probs (``sampling_logprobs``); no
+trainer-side old log-probs are recomputed. The first gradient step runs at the weights that sampled, so its
+ratio is trainer/sampler (1 up to the kernels' ~1e-6 gap with the HF backend; the real mismatch with vLLM);
+later minibatches and epochs see the sampler's numbers too. With ``loss.rollout_correction`` on,
+:func:`old_logprobs` recomputes the trainer's ``π_old`` of every row before the first gradient step: the
+ratio is then ``π_θ / π_old`` (exactly 1 at the first step) and the trainer-vs-sampler mismatch
+``ρ = π_old / π_sampler`` is corrected by TIS weights or MIS masks (:func:`trainer.loss.rollout_correction`).
 """
 
 from __future__ import annotations
@@ -28,7 +36,7 @@ import torch
 
 from .algorithms import token_advantages
 from .logprobs import PackedBatch, pack, token_logprobs
-from .loss import BatchCounts, LossSettings, batch_counts, policy_loss
+from .loss import BatchCounts, LossSettings, batch_counts, observation_mask, policy_loss, rollout_correction
 from .seeding import derive_seed
 from .trajectory import Trajectory
 from .value import dense_value_targets, turn_starts
@@ -88,30 +96,82 @@ def rl_update(trainer: Any, trajectories: list[Trajectory], advantages: list[lis
     # critic targets: GAE returns = advantage + old value, per turn
     returns = None if trainer.value_head is None else [
         [a + v for a, v in zip(adv, t.turn_values)] for t, adv in zip(trajectories, advantages)]
+    old, correction = (None, {}) if config.loss.rollout_correction == "none" else old_logprobs(trainer, trajectories)
     steps: list[dict[str, float]] = []
     for epoch in range(config.optim.epochs):
         for chunk in minibatch_split(len(trajectories), n, epoch=epoch, seed=config.seed, step=trainer.step):
-            steps.append(gradient_step(trainer, pack_minibatch(trainer, trajectories, advantages, returns, chunk)))
+            steps.append(gradient_step(trainer, pack_minibatch(trainer, trajectories, advantages, returns, chunk, old=old)))
     trainer.weights_changed()
     trainer.scheduler.step()
     last = {f"{key}_last": steps[-1][key] for key in ("clip_fraction", "approx_kl_old")} if len(steps) > 1 else {}
-    return {**steps[0], **last, "gradient_steps": float(len(steps)), "updated": 1.0,
+    return {**steps[0], **last, **correction, "gradient_steps": float(len(steps)), "updated": 1.0,
             "lr": trainer.scheduler.get_last_lr()[0]}
 
 
+OldLogprobs = dict[tuple[int, int], list[float]]
+"""The trainer's ``π_old`` of each row, keyed by (trajectory index, segment index)."""
+
+
 def pack_minibatch(trainer: Any, trajectories: list[Trajectory], advantages: list[list[float]],
-                    returns: list[list[float]] | None, chunk: list[int]) -> list[PackedBatch]:
-    """The minibatch of trajectories ``chunk`` as packed micro-batches on the trainer's device."""
-    rows = [(s, i) for i in chunk for s in trajectories[i].segments]
+                   returns: list[list[float]] | None, chunk: list[int], *,
+                   old: OldLogprobs | None = None) -> list[PackedBatch]:
+    """The minibatch of trajectories ``chunk`` as packed micro-batches on the trainer's device; with ``old``
+    (the rollout correction on) each carries the trainer's ``π_old``, its TIS weights or MIS-reduced mask."""
+    rows = [(s, i, j) for i in chunk for j, s in enumerate(trajectories[i].segments)]
     if not rows:  # a rank with fewer trajectories than minibatches (its forwards are padding)
         return []
     out = []
-    for group in micro_batches([len(s.token_ids) for s, _ in rows], trainer.config.optim.micro_batch_tokens):
+    for group in micro_batches([len(s.token_ids) for s, _, _ in rows], trainer.config.optim.micro_batch_tokens):
         part = [rows[r] for r in group]
-        out.append(pack([s for s, _ in part], trainer.policy.pad_id, [token_advantages(s, advantages[i]) for s, i in part],
-                        device=trainer.device,
-                        value_targets=None if returns is None else [dense_value_targets(s, returns[i]) for s, i in part]))
+        batch = pack([s for s, _, _ in part], trainer.policy.pad_id,
+                     [token_advantages(s, advantages[i]) for s, i, _ in part], device=trainer.device,
+                     value_targets=None if returns is None else [dense_value_targets(s, returns[i]) for s, i, _ in part])
+        out.append(_with_loss_extras(trainer.config.loss, batch, None if old is None else [old[i, j] for _, i, j in part]))
     return out
+
+
+def _with_loss_extras(loss_config: Any, batch: PackedBatch, old_rows: list[list[float]] | None) -> PackedBatch:
+    """``batch`` with ECHO's observation mask (``echo_coef`` > 0; from the mask as sampled, before MIS) and
+    the rollout correction's ``π_old``, TIS weights and MIS mask (``old_rows`` given)."""
+    if loss_config.echo_coef:
+        batch.observed = observation_mask(batch.loss_mask, batch.attention_mask)
+    if old_rows is not None:
+        T = batch.loss_mask.shape[1]
+        batch.old_logprobs = torch.tensor([row + [0.0] * (T - len(row)) for row in old_rows],
+                                          dtype=torch.float32, device=batch.loss_mask.device)
+        batch.is_weights, batch.loss_mask = rollout_correction(
+            batch.old_logprobs, batch.sampling_logprobs, batch.loss_mask, loss_config.rollout_correction,
+            loss_config.rollout_correction_cap)
+    return batch
+
+
+@torch.no_grad()
+def old_logprobs(trainer: Any, trajectories: list[Trajectory]) -> tuple[OldLogprobs, dict[str, float]]:
+    """The trainer's log-probs of every row before the update's first gradient step (``π_old`` of the
+    rollout correction), in forwards of at most ``optim.micro_batch_tokens`` padded tokens (0: one), and
+    this rank's correction metrics: mean ``|π_old - π_sampler|`` gap, mean TIS weight, kept fraction (MIS)."""
+    c = trainer.config
+    rows = [(k, j, s) for k, t in enumerate(trajectories) for j, s in enumerate(t.segments)]
+    groups = micro_batches([len(s.token_ids) for _, _, s in rows], c.optim.micro_batch_tokens) if rows else []
+    old: OldLogprobs = {}
+    sums = torch.zeros(4, dtype=torch.float64)  # tokens, |gap|, weight, kept
+    for group in groups:
+        batch = pack([rows[r][2] for r in group], trainer.policy.pad_id, device=trainer.device)
+        logp, _ = token_logprobs(trainer.model, batch, temperature=c.rollout.temperature or 1.0, backend=c.loss.kernel_backend)
+        for b, r in enumerate(group):
+            k, j, segment = rows[r]
+            old[k, j] = logp[b, :len(segment.token_ids)].tolist()
+        mask = batch.loss_mask.float()
+        weights, kept = rollout_correction(logp, batch.sampling_logprobs, mask, c.loss.rollout_correction,
+                                           c.loss.rollout_correction_cap)
+        sums += torch.tensor([float(mask.sum()), float(((logp - batch.sampling_logprobs).abs() * mask).sum()),
+                              float(((weights if weights is not None else 1.0) * mask).sum()), float(kept.sum())],
+                             dtype=torch.float64)
+    for batch in trainer.world.padding(len(groups), trainer.policy.pad_id, trainer.device):  # FSDP2: same forwards
+        token_logprobs(trainer.model, batch, backend=c.loss.kernel_backend)
+    tokens = max(float(sums[0]), 1.0)
+    return old, {"rollout_gap_old_mean": float(sums[1]) / tokens, "rollout_is_weight_mean": float(sums[2]) / tokens,
+                 "rollout_kept_fraction": float(sums[3]) / tokens}
 
 
 @torch.no_grad()
@@ -136,14 +196,16 @@ def loss_settings(config: Any) -> LossSettings:
     """The loss's knobs from a :class:`~trainer.config.TrainConfig`."""
     c = config
     return LossSettings(c.loss.clip_low, c.loss.clip_high, c.loss.aggregation, c.loss.kl_coef, c.loss.kl_estimator,
-                        c.loss.entropy_coef, c.rollout.max_new_tokens * c.env.max_turns, clip_ratio_c=c.loss.clip_ratio_c)
+                        c.loss.entropy_coef, c.rollout.max_new_tokens * c.env.max_turns, clip_ratio_c=c.loss.clip_ratio_c,
+                        policy_loss=c.loss.policy_loss, gspo_clip_low=c.loss.gspo_clip_low,
+                        gspo_clip_high=c.loss.gspo_clip_high, echo_coef=c.loss.echo_coef)
 
 
 def accumulate_gradients(trainer: Any, micro: Sequence[PackedBatch]) -> dict[str, float]:
     """``backward`` of each micro-batch's share of the minibatch's loss (gradients add up in ``.grad``);
     returns the minibatch's metrics. Does not zero, clip or step."""
     counts = batch_counts([b.loss_mask for b in micro] or [torch.zeros(0, 1, device=trainer.device)],
-                          [b.value_targets for b in micro])
+                          [b.value_targets for b in micro], observation_masks=[b.observed for b in micro])
     # zero-weight forwards that bring this rank up to the most any rank makes; agreed (a collective) before any
     # backward, since DDP all-reduces in each backward and FSDP2 all-gathers in each forward
     padding = trainer.world.padding(len(micro), trainer.policy.pad_id, trainer.device)
@@ -162,14 +224,18 @@ def micro_batch_loss(trainer: Any, batch: PackedBatch, counts: BatchCounts) -> t
     """One forward: this micro-batch's share of the minibatch loss (``counts``: the minibatch's), and metrics."""
     c = trainer.config
     temperature = c.rollout.temperature or 1.0
-    logp, entropy, hidden = token_logprobs(trainer.model, batch, temperature=temperature,
-                                           backend=c.loss.kernel_backend, return_hidden=True)
+    logp, entropy, hidden, *observation_logp = token_logprobs(trainer.model, batch, temperature=temperature,
+                                                              backend=c.loss.kernel_backend, return_hidden=True,
+                                                              observed=batch.observed)
     ref_logp = None
     if trainer.ref_model is not None:
         with torch.no_grad():
             ref_logp, _ = token_logprobs(trainer.ref_model, batch, temperature=temperature, backend=c.loss.kernel_backend)
-    loss, metrics = policy_loss(logp, batch.sampling_logprobs, batch.advantages, batch.loss_mask, loss_settings(c),
-                                entropy=entropy, ref_logp=ref_logp, counts=counts)
+    old = batch.sampling_logprobs if batch.old_logprobs is None else batch.old_logprobs  # π_old: see rl_update
+    loss, metrics = policy_loss(logp, old, batch.advantages, batch.loss_mask, loss_settings(c), entropy=entropy,
+                                ref_logp=ref_logp, counts=counts, is_weights=batch.is_weights,
+                                observation_logp=observation_logp[0] if observation_logp else None,
+                                observed=batch.observed)
     if trainer.value_head is not None:
         has_target = ~torch.isnan(batch.value_targets)  # (B, T)
         squared = (trainer.value_head(hidden[has_target]) - batch.value_targets[has_target]) ** 2
