@@ -47,6 +47,8 @@ _EPOCH_ORDER = 6
 """Derived-seed purpose of the epoch reshuffles (distinct from trainer.loop's stream ids 1-5)."""
 _MAX_METRICS = ("logprob_gap_max",)
 """Metrics combined over micro-batches by max; every other one is a share and is summed."""
+_warned: list[int] = []
+"""Non-empty once the ECHO-with-turn-samples warning was logged (once per process)."""
 
 
 def minibatch_split(num: int, minibatches: int, *, epoch: int, seed: int, step: int) -> list[list[int]]:
@@ -96,6 +98,10 @@ def rl_update(trainer: Any, trajectories: list[Trajectory], advantages: list[lis
     # critic targets: GAE returns = advantage + old value, per turn
     returns = None if trainer.value_head is None else [
         [a + v for a, v in zip(adv, t.turn_values)] for t, adv in zip(trajectories, advantages)]
+    if config.loss.echo_coef and getattr(trainer, "sample_unit", "episode") == "turn" and not _warned:
+        _warned.append(1)  # a turn sample is prompt + reply: its observations sit in the next prompt, never after a reply
+        _log.warning("loss.echo_coef > 0 with turn samples: a turn's row has no observation tokens after its "
+                     "reply, so ECHO trains nothing; use rollout.sample_unit=episode for ECHO")
     old, correction = (None, {}) if config.loss.rollout_correction == "none" else old_logprobs(trainer, trajectories)
     steps: list[dict[str, float]] = []
     for epoch in range(config.optim.epochs):

@@ -326,20 +326,37 @@ STEP = ["env.env_id=agentgym/Maze-Easy-v0", "env.max_turns=3", "rollout.tasks_pe
 
 @pytest.mark.parametrize("option", list(OPTIONS))
 def test_one_trainer_step_with_each_option(tiny_overrides, tmp_path, option):
+    """A full ``train_step`` with the option on, then an update of 2 minibatches × 2 epochs with crafted
+    advantages (the tiny model's Maze episodes all fail alike, so their own advantages are 0)."""
     overrides = [f"loss.{k}={v}" for k, v in OPTIONS[option].items()]
     if option.startswith(("tis", "mis")):
         overrides = [f"loss.rollout_correction={OPTIONS[option]['rollout_correction']}"]  # the default cap, 2
+    if option == "gspo":
+        overrides = ["loss.policy_loss=gspo"]  # the paper's 3e-4 / 4e-4
     trainer = Trainer(load_config(None, tiny_overrides + STEP + overrides + [f"out_dir={tmp_path}"]))
     try:
         before = [p.detach().clone() for p in trainer.model.parameters()]
         metrics = trainer.train_step()
+        assert metrics["updated"] == 1.0 and math.isfinite(metrics["loss"])
+        assert any(not torch.equal(a, p) for a, p in zip(before, trainer.model.parameters()))
+        trainer.config.optim.minibatches, trainer.config.optim.epochs = 2, 2
+        kept, _, _ = trainer.advantages(trainer.collect()[0])
+        advantages = [[(-1.0) ** k] * t.num_turns for k, t in enumerate(kept)]
+        crafted = trainer.update(kept, advantages)
     finally:
         trainer.close()
-    assert metrics["updated"] == 1.0 and math.isfinite(metrics["loss"])
-    assert any(not torch.equal(a, p) for a, p in zip(before, trainer.model.parameters()))
+    assert crafted["gradient_steps"] == 4 and math.isfinite(crafted["loss"])
     if option == "echo":
-        assert metrics["echo_loss"] > 0
+        assert metrics["echo_loss"] > 0 and crafted["echo_loss"] > 0
+    if option == "gspo":  # after one Adam step the sequence ratios leave GSPO's [1 - 3e-4, 1 + 4e-4]
+        assert crafted["clip_fraction"] == 0 and crafted["clip_fraction_last"] > 0
+    if option == "cispo":  # first step, ratio 1: pg_loss = token_mean(-A · log π) over minibatch 0 (kept[0::2])
+        rows = [(s, advantages[k][0]) for k in range(0, len(kept), 2) for s in kept[k].segments]
+        tokens = sum(sum(s.loss_mask) for s, _ in rows)
+        expected = sum(-a * lp for s, a in rows for lp, m in zip(s.sampling_logprobs, s.loss_mask) if m) / tokens
+        assert crafted["pg_loss"] == pytest.approx(expected, rel=1e-4) and abs(expected) > 0.1
     if option.startswith(("tis", "mis")):  # HF backend, same weights: the trainer's π_old is the sampler's
-        assert metrics["rollout_gap_old_mean"] < 1e-4 and metrics["rollout_kept_fraction"] == 1.0
-        assert metrics["rollout_is_weight_mean"] == pytest.approx(1.0, abs=1e-3)
-        assert metrics["approx_kl_old"] < 1e-8  # ratio to the recomputed π_old is 1 at the first step
+        for m in (metrics, crafted):
+            assert m["rollout_gap_old_mean"] < 1e-4 and m["rollout_kept_fraction"] == 1.0
+            assert m["rollout_is_weight_mean"] == pytest.approx(1.0, abs=1e-3)
+            assert m["approx_kl_old"] < 1e-8  # the ratio to the recomputed π_old is 1 at the first step
