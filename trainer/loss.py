@@ -244,11 +244,12 @@ def rollout_correction(old_logp: torch.Tensor, sampling_logp: torch.Tensor, mask
     None, the loss mask to train on). Both inputs are constants (no gradient).
 
     ``ρ = π_old / π_sampler`` per token (``*_token``) or its product over a row's sampled tokens
-    (``*_sequence``; the row is never split across micro-batches). TIS (Yao, Liu, Zhang, Dong, Shang, Gao
-    2025, "Your Efficient RL Framework Secretly Brings You Off-Policy RL Training", blog post
-    fengyao.notion.site/off-policy-rl; verl's rollout correction): the policy term of each token is
-    multiplied by ``min(ρ, C)``. MIS (masked IS, verl's rollout correction in its mask / rejection form, after
-    Liu, Li et al. 2025, "When Speed Kills Stability", blog post): tokens (rows) with ``ρ`` outside
+    (``*_sequence``; the row is never split across micro-batches). TIS (Yao et al. 2025, "Your Efficient RL
+    Framework Secretly Brings You Off-Policy RL Training", blog post fengyao.notion.site/off-policy-rl;
+    verl's rollout correction): the policy term of each token is multiplied by ``min(ρ, C)``. MIS (masked
+    IS, verl's rollout correction in its mask / rejection form, after Liu, Li, Fu, Wang, Liu and Shen 2025,
+    "When Speed Kills Stability: Demystifying RL Collapse from the Training-Inference Mismatch", blog post
+    richardli.xyz/rl-collapse): tokens (rows) with ``ρ`` outside
     ``[1/C, C]`` leave the loss mask, so they neither contribute nor count in any normaliser (rejected
     tokens kept in the denominator would shrink the gradient). ``none``: no weight, the mask as given.
     The sequence level multiplies the row's token ratios (verl's ``sequence``), not their geometric mean.
