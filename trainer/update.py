@@ -36,7 +36,8 @@ import torch
 
 from .algorithms import token_advantages
 from .logprobs import PackedBatch, pack, token_logprobs
-from .loss import BatchCounts, LossSettings, batch_counts, observation_mask, policy_loss, rollout_correction
+from .loss import (BatchCounts, LossSettings, batch_counts, global_sum, observation_mask, policy_loss,
+                   rollout_correction)
 from .seeding import derive_seed
 from .trajectory import Trajectory
 from .value import dense_value_targets, turn_starts
@@ -155,7 +156,8 @@ def _with_loss_extras(loss_config: Any, batch: PackedBatch, old_rows: list[list[
 def old_logprobs(trainer: Any, trajectories: list[Trajectory]) -> tuple[OldLogprobs, dict[str, float]]:
     """The trainer's log-probs of every row before the update's first gradient step (``π_old`` of the
     rollout correction), in forwards of at most ``optim.micro_batch_tokens`` padded tokens (0: one), and
-    this rank's correction metrics: mean ``|π_old - π_sampler|`` gap, mean TIS weight, kept fraction (MIS)."""
+    the correction's metrics over the whole batch (all ranks; each rank returns its share, summed by
+    ``World.update_metrics``): mean ``|π_old - π_sampler|`` gap, mean TIS weight, kept fraction (MIS)."""
     c = trainer.config
     rows = [(k, j, s) for k, t in enumerate(trajectories) for j, s in enumerate(t.segments)]
     groups = micro_batches([len(s.token_ids) for _, _, s in rows], c.optim.micro_batch_tokens) if rows else []
@@ -175,7 +177,7 @@ def old_logprobs(trainer: Any, trajectories: list[Trajectory]) -> tuple[OldLogpr
                              dtype=torch.float64)
     for batch in trainer.world.padding(len(groups), trainer.policy.pad_id, trainer.device):  # FSDP2: same forwards
         token_logprobs(trainer.model, batch, backend=c.loss.kernel_backend)
-    tokens = max(float(sums[0]), 1.0)
+    tokens = max(float(global_sum(torch.tensor([float(sums[0])], dtype=torch.float64, device=trainer.device))), 1.0)
     return old, {"rollout_gap_old_mean": float(sums[1]) / tokens, "rollout_is_weight_mean": float(sums[2]) / tokens,
                  "rollout_kept_fraction": float(sums[3]) / tokens}
 
