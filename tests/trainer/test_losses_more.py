@@ -62,7 +62,7 @@ def test_gspo_uses_the_length_normalised_sequence_ratio_and_its_own_clip():
     # row 0: log s = (0.2 + 0.4) / 2 = 0.3, s = e^0.3 = 1.349859 > 1.25 with A = +1: the clipped -1.25 is used
     #        (no gradient); row 1: log s = (0.6 - 0.4) / 2 = 0.1, s = e^0.1 = 1.105171, A = -1: 1.105171.
     # token_mean over 4 tokens: (2 · -1.25 + 2 · 1.105171) / 4 = -0.0724145
-    assert float(loss) == pytest.approx((-2.5 + 2 * math.exp(0.1)) / 4, rel=1e-6)
+    assert float(loss.detach()) == pytest.approx((-2.5 + 2 * math.exp(0.1)) / 4, rel=1e-6)
     loss.backward()
     # d/dlogp_t of -A · s_it = -A · s (GSPO-token: value s_i, gradient s_i ∇log π_t), / 4 tokens
     expected = torch.tensor([[0.0, 0.0, 0.0], [math.exp(0.1) / 4, math.exp(0.1) / 4, 0.0]])
@@ -70,7 +70,7 @@ def test_gspo_uses_the_length_normalised_sequence_ratio_and_its_own_clip():
     assert m["clip_fraction"] == pytest.approx(0.5)  # row 0's two tokens
     # token-level PPO would differ: token (1, 0) has ratio e^0.6 = 1.822 and its own loss 1.822
     ppo, _ = policy_loss(logp, old, adv, mask, LossSettings(clip_low=0.2, clip_high=0.25))
-    assert float(ppo) != pytest.approx(float(loss), rel=1e-3)
+    assert float(ppo.detach()) != pytest.approx(float(loss.detach()), rel=1e-3)
 
 
 def test_gspo_gradient_is_the_sequence_objectives_on_random_rows():
@@ -100,7 +100,7 @@ def test_cispo_keeps_a_clipped_constant_weight_on_every_token():
     #   -1.28 · 1 · ln 0.5 = 0.887228;  -1 · -2 · ln 0.25 = -2.772589;  -1.28 · -1 · ln 0.8 = -0.285624
     # token_mean: (0.887228 - 2.772589 - 0.285624) / 3 = -0.723662
     expected = (-1.28 * L(0.5) + 2 * L(0.25) + 1.28 * L(0.8)) / 3
-    assert float(loss) == pytest.approx(expected, rel=1e-6)
+    assert float(loss.detach()) == pytest.approx(expected, rel=1e-6)
     loss.backward()
     # gradient -w · A / 3 per token: token 0 keeps -1.28/3 where PPO's clip (r = 2 > 1.28, A > 0) gives 0
     assert torch.allclose(logp.grad, torch.tensor([[-1.28 / 3, 2 / 3, 1.28 / 3]]), atol=1e-6)
@@ -116,7 +116,7 @@ def test_cispo_dual_cap_lowers_the_weight_of_negative_advantages():
     old = torch.tensor([[L(0.1), L(0.1)]])  # r = 5: weight clip(5, 0.8, 5) = 5, dual cap 3 for A < 0
     loss, m = policy_loss(logp, old, torch.tensor([[1.0, -1.0]]), torch.ones(1, 2), settings)
     # (-5 · 1 · ln 0.5 - 3 · -1 · ln 0.5) / 2 = (3.465736 - 2.079442) / 2 = 0.693147
-    assert float(loss) == pytest.approx((-5 * L(0.5) + 3 * L(0.5)) / 2, rel=1e-6)
+    assert float(loss.detach()) == pytest.approx((-5 * L(0.5) + 3 * L(0.5)) / 2, rel=1e-6)
     assert m["clip_fraction_dual"] == pytest.approx(0.5)
 
 
@@ -142,7 +142,7 @@ def test_tis_weights_multiply_the_policy_term_and_mis_leaves_the_normaliser():
     w = torch.tensor([[1.5, 1.0, 0.25]])
     loss, _ = policy_loss(logp, torch.zeros(1, 3), adv, torch.ones(1, 3), LossSettings(), is_weights=w)
     # ratio 1, A = 1: per token -1 · w; token_mean -(1.5 + 1 + 0.25) / 3 = -0.916667
-    assert float(loss) == pytest.approx(-2.75 / 3)
+    assert float(loss.detach()) == pytest.approx(-2.75 / 3)
     loss.backward()
     assert torch.allclose(logp.grad, -w / 3)
     masked, _ = policy_loss(torch.zeros(1, 3), torch.zeros(1, 3), adv, torch.tensor([[0.0, 1.0, 0.0]]), LossSettings())
@@ -166,10 +166,13 @@ def test_observation_mask_and_echo_loss_by_hand():
     assert float(echo_loss(obs_logp, observed.float(), counts)) == pytest.approx(0.95)
     shares = [float(echo_loss(obs_logp[i:i + 1], observed[i:i + 1].float(), counts)) for i in range(2)]
     assert shares == pytest.approx([0.6, 0.35]) and sum(shares) == pytest.approx(0.95)
+    # two ranks holding this same batch (global_sum doubles every count): each rank's loss is half the mean
+    two = batch_counts([loss_mask], observation_masks=[observed], reduce=lambda t: 2 * t)
+    assert two.observations == 20 and float(echo_loss(obs_logp, observed.float(), two)) == pytest.approx(0.475)
     logp = torch.zeros(2, 9, requires_grad=True)
     loss, m = policy_loss(logp, torch.zeros(2, 9), torch.zeros(2, 9), loss_mask, LossSettings(echo_coef=0.5),
                           observation_logp=obs_logp, observed=observed)
-    assert m["echo_loss"] == pytest.approx(0.95) and float(loss) == pytest.approx(0.5 * 0.95)
+    assert m["echo_loss"] == pytest.approx(0.95) and float(loss.detach()) == pytest.approx(0.5 * 0.95)
 
 
 def test_defaults_give_the_old_loss_and_gradient_bit_for_bit():
