@@ -212,7 +212,7 @@ def table(results: list[dict], args: argparse.Namespace) -> str:
         if not rows:
             continue
         episodes = int(rows[0]["curve"][-1]["eval_episodes"])
-        lines += [f"**{setting}** — {SETTINGS[setting].notes}; {rows[0]['updates']} updates; held-out: "
+        lines += [f"**{setting}** — {SETTINGS[setting].notes if setting in SETTINGS else '(setting no longer defined)'}; {rows[0]['updates']} updates; held-out: "
                   f"{episodes} episodes per evaluation, sampled at T = 1", "",
                   "| estimator | seeds | BC start | final held-out success | gain | train success (last half) | "
                   "wall s per run |", "|---|---|---|---|---|---|---|"]
@@ -246,6 +246,8 @@ def plot(results: list[dict], args: argparse.Namespace, path: Path) -> bool:
         print("matplotlib is not installed: no plot (pip install matplotlib)", file=sys.stderr)
         return False
     settings = [s for s in args.settings if any(r["setting"] == s for r in results)]
+    if not settings:
+        return False
     fig, axes = plt.subplots(1, len(settings), figsize=(5.5 * len(settings), 4), squeeze=False)
     for ax, setting in zip(axes[0], settings):
         for estimator in args.estimators:
@@ -276,6 +278,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--jobs", type=int, default=1, help="runs in parallel (one subprocess each)")
     p.add_argument("--quick", action="store_true", help="smoke run: 2 updates, tiny batches and evals (< 2 min)")
     p.add_argument("--dry-run", action="store_true", help="print the runs and their overrides, run nothing")
+    p.add_argument("--from-results", nargs="+", metavar="JSON", help="re-render the report from earlier results")
     p.add_argument("--work", default="", help="per-run logs and results (default: $TMPDIR/agentgym_compare_estimators)")
     p.add_argument("--cache", default="", help="policy.cache_dir for the tiny policy (default: the trainer's)")
     # one run (the driver's subprocesses)
@@ -293,10 +296,41 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def report(results: list[dict], args: argparse.Namespace, wall_s: float | None) -> None:
+    """Write ``compare_estimators.{json,md,png}`` into ``args.out`` and print the table."""
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "compare_estimators.json").write_text(json.dumps(results, indent=1))
+    planned = len(args.settings) * len(args.estimators) * len(args.seeds)
+    per_run = sum(r["wall_s"] for r in results) / max(len(results), 1)
+    header = (f"{len(args.settings)} settings × {len(args.estimators)} estimators × {len(args.seeds)} seeds = {planned} "
+              f"runs ({len(results)} finished); {per_run:.0f} s per run on average (after the shared BC start)"
+              + (f", {wall_s / 60:.1f} min wall with --jobs {args.jobs}" if wall_s is not None else "")
+              + ". ± is the 95% t-interval over seeds.\n\n")
+    text = header + table(results, args)
+    (out / "compare_estimators.md").write_text(text)
+    plotted = plot(results, args, out / "compare_estimators.png")
+    print(text)
+    print(f"wrote {out / 'compare_estimators.md'}" + (f", {out / 'compare_estimators.png'}" if plotted else ""))
+
+
+def load_results(paths: list[str], args: argparse.Namespace) -> list[dict]:
+    """Results from the JSON files of earlier runs (units' files or a ``compare_estimators.json``), narrowed to
+    the settings, estimators and seeds present, so a report is re-rendered without re-training."""
+    results = [r for path in paths for r in json.loads(Path(path).read_text())]
+    args.settings = list(dict.fromkeys(r["setting"] for r in results))
+    args.estimators = [e for e in args.estimators if any(r["estimator"] == e for r in results)]
+    args.seeds = sorted({r["seed"] for r in results})
+    return results
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     if args.worker:
         return worker(args)
+    if args.from_results:
+        report(load_results(args.from_results, args), args, None)
+        return 0
     runs = plan(args)
     if args.dry_run:
         for setting, seed, estimators in runs:
@@ -307,20 +341,11 @@ def main(argv: list[str] | None = None) -> int:
                       + " ".join(run_overrides(s, estimator, seed, updates, args.cache, "<run>") + extra))
         print(f"{len(runs)} subprocesses, --jobs {args.jobs}")
         return 0
-    out = Path(args.out)
     work = Path(args.work or Path(tempfile.gettempdir()) / "agentgym_compare_estimators")
     work.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     results = launch(args, runs, work)
-    wall = time.perf_counter() - started
-    (out / "compare_estimators.json").write_text(json.dumps(results, indent=1))
-    header = (f"`{' '.join(['benchmarks/compare_estimators.py'] + sys.argv[1:])}`: {len(args.settings)} settings × "
-              f"{len(args.estimators)} estimators × {len(args.seeds)} seeds = "
-              f"{len(args.settings) * len(args.estimators) * len(args.seeds)} runs ({len(results)} finished), --jobs {args.jobs}, {wall / 60:.1f} min wall. ± is the 95% t-interval over seeds.\n\n")
-    (out / "compare_estimators.md").write_text(header + table(results, args))
-    plotted = plot(results, args, out / "compare_estimators.png")
-    print(header + table(results, args))
-    print(f"wrote {out / 'compare_estimators.md'}" + (f", {out / 'compare_estimators.png'}" if plotted else ""))
+    report(results, args, time.perf_counter() - started)
     return 0 if len(results) == sum(len(u[2]) for u in runs) else 1
 
 
