@@ -10,6 +10,7 @@ chunked log-prob path.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -136,8 +137,13 @@ def expert_trajectories(policy: HFPolicy, spec: PlaySpec, tasks: Sequence[int], 
 
 
 def behaviour_clone(policy: HFPolicy, trajectories: Sequence[Trajectory], *, epochs: int, batch_size: int,
-                    lr: float, seed: int, kernel_backend: str = "auto", on_batch: Any = None) -> BCResult:
-    """Fit ``policy.model`` to the replies of ``trajectories`` (AdamW; shuffled with a seeded generator)."""
+                    lr: float, seed: int, kernel_backend: str = "auto", on_batch: Any = None,
+                    seconds: float | None = None) -> BCResult:
+    """Fit ``policy.model`` to the replies of ``trajectories`` (AdamW; shuffled with a seeded generator).
+
+    ``seconds``: stop after the first batch that ends this long after the start, even mid-epoch (the
+    quickstart's BC-only control clones for as long as RL trained); ``None`` runs every epoch."""
+    deadline = None if seconds is None else time.perf_counter() + seconds
     model = policy.model
     model.train()
     params = [p for p in model.parameters() if p.requires_grad]
@@ -158,4 +164,6 @@ def behaviour_clone(policy: HFPolicy, trajectories: Sequence[Trajectory], *, epo
             losses.append(float(loss.detach()))
             if on_batch is not None:
                 on_batch(losses[-1])
+            if deadline is not None and time.perf_counter() >= deadline:
+                return BCResult(len(trajectories), losses[0], losses[-1])
     return BCResult(len(trajectories), losses[0] if losses else float("nan"), losses[-1] if losses else float("nan"))

@@ -191,8 +191,11 @@ class Trainer:
         return ref
 
     # ----------------------------------------------------------------- phases
-    def warm_up(self) -> dict[str, float]:
-        """Behaviour cloning from the scripted expert on ``bc.episodes`` train tasks (once per run)."""
+    def warm_up(self, *, epochs: int | None = None, seconds: float | None = None) -> dict[str, float]:
+        """Behaviour cloning from the scripted expert on ``bc.episodes`` train tasks (once per run).
+
+        ``epochs`` / ``seconds`` override ``bc.epochs`` and bound the cloning time: the quickstart's BC-only
+        control re-runs the warm-up's data for as long as RL took (:func:`trainer.bc.behaviour_clone`)."""
         bc = self.config.bc
         probe = self.train_spec.make()
         try:
@@ -210,8 +213,9 @@ class Trainer:
                                    turn_window=self.config.rollout.turn_window if self.sample_unit == "turn" else None)
         if self.rollout_policy is not self.policy:  # a colocated vLLM engine frees its GPU memory for BC too
             self.rollout_policy.sleep()
-        result = behaviour_clone(self.policy, data, epochs=bc.epochs, batch_size=bc.batch_size, lr=bc.lr,
-                                 seed=derive_seed(self.config.seed, _BC, 1), kernel_backend=self.config.loss.kernel_backend)
+        result = behaviour_clone(self.policy, data, epochs=epochs or bc.epochs, batch_size=bc.batch_size, lr=bc.lr,
+                                 seed=derive_seed(self.config.seed, _BC, 1), kernel_backend=self.config.loss.kernel_backend,
+                                 seconds=seconds)
         self.bc_done = True
         self.weights_changed()
         return {"bc_trajectories": result.trajectories, "bc_first_loss": result.first_loss, "bc_last_loss": result.last_loss}

@@ -59,10 +59,9 @@ def test_household_recipe_kwargs_reach_make(tiny_overrides, tmp_path, make_calls
     assert make_calls[-1]["split"] == "valid_seen" and "dense_reward" not in make_calls[-1]
 
 
-def test_quickstart_passes_the_same_household_kwargs_as_before():
+def test_quickstart_passes_only_the_maze_size_it_sets():
     env = load_config("trainer/configs/quickstart.yaml").env
-    assert env.make_kwargs(train=True) == {"split": "train", "dense_reward": True}
-    assert env.make_kwargs(train=False) == {"split": "valid_seen"}
+    assert env.make_kwargs(train=True) == env.make_kwargs(train=False) == {"size": 3}  # held out by seed
 
 
 def test_seeded_tasks_name_one_start_state_and_held_out_seeds_are_disjoint():
@@ -165,7 +164,7 @@ def test_auto_protocol_is_tool_calls_for_tool_envs_and_plain_otherwise():
     assert load_config(None).env.protocol == "auto"
     assert PlaySpec("agentgym/GuessNumber-v0", protocol="plain").protocol == "plain"  # an explicit choice stays
     quickstart = load_config("trainer/configs/quickstart.yaml").env
-    assert play_specs(quickstart)[0].protocol == "plain"  # household: the quickstart's run is unchanged
+    assert play_specs(quickstart)[0].protocol == "plain"  # the maze is not a tool env
     with pytest.raises(ConfigError, match="env.protocol must be 'auto' or one of"):
         load_config(None, ["env.protocol=tool_call"])
 

@@ -29,7 +29,7 @@ def test_quickstart_runs_the_shipped_config_with_the_users_overrides(tmp_path):
     assert (REPO / "configs" / "quickstart.yaml").resolve() == QUICKSTART_CONFIG
     shipped = load_config(REPO / "configs" / "quickstart.yaml", [f"out_dir={tmp_path}"])
     assert quickstart_config(str(tmp_path)) == shipped
-    assert shipped.env.env_id == "agentgym/Household-PickPlace-v0" and shipped.algorithm.estimator == "gigpo_mean"
+    assert shipped.env.env_id == "agentgym/Maze-Easy-v0" and shipped.algorithm.estimator == "gigpo_mean"
     changed = quickstart_config(str(tmp_path), ["steps=3", "bc.epochs=1"])
     assert (changed.steps, changed.bc.epochs, changed.rollout.group_size) == (3, 1, shipped.rollout.group_size)
 

@@ -1,21 +1,33 @@
-"""``agentgym quickstart``: build the tiny policy, warm it up on expert play, improve it with RL, and show it.
+"""``agentgym quickstart``: build the tiny policy, warm it up on a few expert games, improve it with RL, and
+show that RL beat both its own warm-up and more behaviour cloning, on held-out tasks.
 
-On a CPU in a few minutes: the tokenizer and model are built locally from household text, behaviour
-cloning fits the scripted expert's pick-and-place episodes, RL (GiGPO) trains on train-split tasks, and
-held-out (``valid_seen``) success is measured before and after RL. The last line printed is exactly
-``held-out success: before=<x> after=<y>``. The settings are :data:`QUICKSTART_CONFIG` (``trainer/configs/quickstart.yaml``).
+On a CPU in a few minutes (settings: :data:`QUICKSTART_CONFIG`, ``trainer/configs/quickstart.yaml``):
+
+1. the tiny tokenizer and model are built locally (cached);
+2. behaviour cloning (BC) on a few scripted-expert episodes: the warm-up;
+3. RL on train tasks for ``steps`` updates (its wall time is measured);
+4. the BC-only control: the warm-up's weights and expert data again, cloned for as long as RL took;
+5. held-out success of the warm-up, the RL policy and the control, each sampled at the rollout temperature
+   (``eval.repeats`` × ``eval.num_tasks`` episodes, 95% normal intervals) and greedy.
+
+Held-out tasks are never trained on (seeded envs: odd reset seeds, training uses even ones). The RL
+checkpoint is saved in the run directory with a learning-curve PNG. The last line printed is
+``held-out success: before=<p±ci> after=<p±ci> bc_control=<p±ci> …`` (sampled figures first, greedy after).
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
+import dataclasses
 import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..config import TrainConfig
+    from ..loop import Trainer
 
 #: The quickstart's settings, the one copy: package data, so an installed (non-editable) package finds it
 #: too; ``configs/quickstart.yaml`` in a checkout is a link to this file.
@@ -35,32 +47,106 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out-dir", default=None, help="run directory (default: a fresh temporary one)")
 
 
+def held_out(trainer: Trainer) -> dict[str, dict[str, float]]:
+    """Held-out success sampled at the rollout temperature (``eval.repeats`` per task) and greedy (once per
+    task): ``{"sampled": evaluate(), "greedy": evaluate()}``. The config's ``eval`` is restored after."""
+    ev = trainer.config.eval
+    results = {}
+    try:
+        for name, temperature, repeats in (("sampled", trainer.config.rollout.temperature, ev.repeats), ("greedy", 0.0, 1)):
+            trainer.config.eval = dataclasses.replace(ev, temperature=temperature, repeats=repeats)
+            results[name] = trainer.evaluate()
+    finally:
+        trainer.config.eval = ev
+    return results
+
+
+def bc_control(trainer: Trainer, bc_weights: dict[str, Any], seconds: float) -> dict[str, float]:
+    """The BC-only control: reload the warm-up's weights and clone the same expert episodes for ``seconds``
+    (RL's wall time; a fresh AdamW at ``bc.lr``), so "RL beat BC" is measured at an equal budget."""
+    trainer.model.load_state_dict(bc_weights)
+    return trainer.warm_up(epochs=10**6, seconds=seconds)
+
+
 def run(args: argparse.Namespace) -> int:
     from ..loop import Trainer, fit
     from . import quiet_transformers
 
     quiet_transformers()
     start = time.perf_counter()
+    say = lambda line: print(f"[{_clock(start)}] {line}", flush=True)  # noqa: E731
     out_dir = args.out_dir or tempfile.mkdtemp(prefix="agentgym-quickstart-")
     config = quickstart_config(out_dir, list(args.overrides))
-    print(f"[{_clock(start)}] building the tiny policy (tokenizer + model, cached after the first run)", flush=True)
+    say("building the tiny policy (tokenizer + model, cached after the first run)")
     trainer = Trainer(config)
     try:
-        print(f"[{_clock(start)}] behaviour cloning on {config.bc.episodes} scripted-expert episodes", flush=True)
-        warm = trainer.warm_up()
+        say(f"warm-up: behaviour cloning on {config.bc.episodes} scripted-expert episodes of {config.env.env_id}")
+        say(f"warm-up done: {trainer.warm_up()}")
         trainer.save()  # step 0: the warmed-up policy (``agentgym train`` on this out_dir resumes from here)
-        print(f"[{_clock(start)}] warm-up done: {warm}", flush=True)
-        before = trainer.evaluate()
-        print(f"[{_clock(start)}] held-out success after warm-up: {before['eval_success']:.3f} ± {before['eval_success_ci95']:.3f}", flush=True)
-        print(f"[{_clock(start)}] RL ({config.algorithm.estimator}) for {config.steps} updates of "
-              f"{config.rollout.tasks_per_step}×{config.rollout.group_size} episodes; log in {out_dir}/metrics.jsonl", flush=True)
-        fit(trainer, echo=lambda line: print(f"[{_clock(start)}] {line}", flush=True))
-        after = trainer.evaluate()
+        bc_weights = copy.deepcopy(trainer.model.state_dict())
+        before = held_out(trainer)
+        say(f"held-out after warm-up: {_both(before)}")
+        say(f"RL ({config.algorithm.estimator}) for {config.steps} updates of {config.rollout.tasks_per_step}×"
+            f"{config.rollout.group_size} episodes; log in {out_dir}/metrics.jsonl")
+        rl_start = time.perf_counter()
+        records = fit(trainer, echo=say)
+        rl_seconds = time.perf_counter() - rl_start
+        after = held_out(trainer)
+        say(f"held-out after RL ({rl_seconds:.0f} s): {_both(after)}")
+        say(f"BC-only control: the warm-up's weights, behaviour cloning for {rl_seconds:.0f} s more")
+        say(f"control done: {bc_control(trainer, bc_weights, rl_seconds)}")
+        control = held_out(trainer)
+        say(f"held-out after the BC control: {_both(control)}")
     finally:
         trainer.close()
-    print(f"[{_clock(start)}] held-out success after RL: {after['eval_success']:.3f} ± {after['eval_success_ci95']:.3f}", flush=True)
-    print(f"held-out success: before={before['eval_success']:.3f} after={after['eval_success']:.3f}")
+    png = plot_learning_curve(Path(out_dir) / "learning_curve.png", records, before, after, control)
+    say(f"learning curve: {png}" if png else "learning curve: matplotlib is not installed, no PNG written")
+    print(f"held-out success: before={_ci(before['sampled'])} after={_ci(after['sampled'])} "
+          f"bc_control={_ci(control['sampled'])} (T={config.rollout.temperature:g}, "
+          f"{after['sampled']['eval_episodes']} episodes each; greedy {before['greedy']['eval_success']:.3f} / "
+          f"{after['greedy']['eval_success']:.3f} / {control['greedy']['eval_success']:.3f}; RL {rl_seconds:.0f} s)")
     return 0
+
+
+def plot_learning_curve(path: Path, records: list[dict[str, Any]], before: dict, after: dict, control: dict) -> Path | None:
+    """Train-batch success per update (and its 5-update mean) with the three held-out results as points with
+    their 95% intervals; ``None`` when matplotlib is missing (``pip install agentgym[plot]``)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    steps = [r["step"] for r in records]
+    success = [r.get("success", 0.0) for r in records]
+    smooth = [sum(success[max(0, i - 4):i + 1]) / len(success[max(0, i - 4):i + 1]) for i in range(len(success))]
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.plot(steps, success, color="0.75", label="train batch success (sampled)")
+    ax.plot(steps, smooth, color="C0", label="train batch success, 5-update mean")
+    last = steps[-1] if steps else 1
+    for x, result, label, color in ((0, before, "held-out: warm-up (BC)", "C1"), (last, after, "held-out: BC + RL", "C2"),
+                                    (last * 1.03, control, "held-out: BC-only control, same time", "C3")):
+        sampled = result["sampled"]
+        ax.errorbar([x], [sampled["eval_success"]], yerr=[sampled["eval_success_ci95"]], fmt="o", capsize=4, color=color, label=label)
+    ax.set_xlabel("RL update")
+    ax.set_ylabel("success rate")
+    ax.set_ylim(0, 1)
+    ax.legend(loc="upper left", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def _ci(result: dict[str, float]) -> str:
+    return f"{result['eval_success']:.3f}±{result['eval_success_ci95']:.3f}"
+
+
+def _both(results: dict[str, dict[str, float]]) -> str:
+    sampled, greedy = results["sampled"], results["greedy"]
+    return (f"sampled {_ci(sampled)} ({sampled['eval_episodes']} episodes), "
+            f"greedy {_ci(greedy)} ({greedy['eval_episodes']} episodes)")
 
 
 def _clock(start: float) -> str:
