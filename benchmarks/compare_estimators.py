@@ -3,17 +3,21 @@
 Every estimator of ``trainer.algorithms.ESTIMATORS`` (GRPO, Dr.GRPO, RLOO, REINFORCE++, PPO-GAE, GiGPO,
 GiGPO-mean, GraphGPO, TIGPO) trains the tiny policy from the same behaviour-cloned start on each setting
 (a seeded env with held-out tasks, see ``SETTINGS``), for several seeds, with the same number of updates and
-episodes per update. Held-out success is measured on a fixed held-out set every ``--eval-every`` updates
-(and after the warm-up, update 0). The driver writes a markdown table (final held-out success, mean over
-seeds ± a 95% t-interval over seeds; the BC start; wall time per run) and a PNG of held-out success vs
+episodes per update. Held-out success is measured on a fixed held-out set every ``Setting.eval_every``
+updates and after the warm-up (update 0). The driver writes a markdown table (final held-out success, mean
+over seeds ± a 95% t-interval over seeds; the BC start; wall time per run) and a PNG of held-out success vs
 updates, one panel per setting. Every figure is read from the runs' JSON results, never typed.
 
-Each run is its own subprocess (``--worker``), at most ``--jobs`` at a time, so one crash or hang costs one
-row, not the benchmark. Run it with the venv's Python (no activation needed)::
+Each (setting, seed) is its own subprocess (``--worker``: one BC warm-up, then the estimators in turn from
+its weights), at most ``--jobs`` at a time, so a crash costs one unit, not the benchmark; with more jobs than
+units the estimators are split across processes. Run it with the venv's Python (no activation needed)::
 
-    .venv/bin/python benchmarks/compare_estimators.py --out docs/img --jobs 2
+    nice -n 19 .venv/bin/python benchmarks/compare_estimators.py --out docs/img --jobs 3
     .venv/bin/python benchmarks/compare_estimators.py --quick --out /tmp/cmp      # smoke run, < 2 min
     .venv/bin/python benchmarks/compare_estimators.py --dry-run                   # print the plan only
+    .venv/bin/python benchmarks/compare_estimators.py --from-results docs/img/compare_estimators.json --out /tmp/r
+
+The measured results and what they show: docs/trainer.md, "Comparing estimators".
 """
 
 from __future__ import annotations
