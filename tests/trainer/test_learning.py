@@ -1,35 +1,38 @@
-"""Learning regression: on an easy household problem (two train tasks), behaviour cloning brings the tiny
-policy to partial competence and RL then improves it by a clear margin. Fixed seeds; about a minute of CPU
-(marked slow). The held-out version of this claim is the quickstart's (docs/trainer.md)."""
+"""Learning regression, held out: on small seeded 3×3 mazes (train tasks are even reset seeds, held-out tasks
+odd ones), a short behaviour-cloning warm-up leaves the tiny policy partly competent and 8 RL updates raise
+its held-out success (128 episodes at T = 1) clearly. Fixed seeds; 131 s on 2 shared cores (marked slow).
+
+Not asserted: that BC alone for RL's wall time stays lower. Measured here with this config it did not
+(BC 0.102, BC + RL 0.273, BC-only control 0.492; with 4 tasks per update and 8 turns: 0.086 / 0.305 /
+0.438), so asserting it would be false; the quickstart measures that control (docs/trainer.md)."""
 
 import pytest
 
 from trainer.config import load_config
 from trainer.loop import Trainer, fit
 
-EASY = ["env.system_prompt=''", "env.train_tasks=2", "env.dense_reward=true", "env.eval_split=train",
-        "eval.num_tasks=2", "eval.temperature=1.0", "eval.repeats=32", "env.max_turns=6",
-        "rollout.tasks_per_step=2", "rollout.group_size=8", "rollout.max_new_tokens=12", "progress=false",
-        "checkpoint_every=0", "bc.episodes=2", "bc.epochs=35", "bc.batch_size=2", "steps=20",
-        "algorithm.estimator=gigpo_mean", "algorithm.positive_only=true", "optim.lr=0.0003"]
+MARGIN = 0.1
+MAZE = ["env.env_id=agentgym/Maze-Easy-v0", "env.system_prompt=''", "env.train_kwargs={size: 3}",
+        "env.eval_kwargs={size: 3}", "env.max_turns=10", "bc.episodes=64", "bc.epochs=10", "bc.batch_size=8",
+        "rollout.tasks_per_step=8", "rollout.group_size=8", "rollout.max_new_tokens=6", "rollout.invalid_penalty=0.1",
+        "algorithm.estimator=gigpo_mean", "optim.lr=0.0005", "steps=8", "eval.num_tasks=64",
+        "eval.temperature=1.0", "eval.repeats=2", "progress=false", "checkpoint_every=0"]
 
 
 @pytest.mark.slow
-def test_rl_improves_on_the_behaviour_cloned_start(tmp_path, tiny_cache):
-    trainer = Trainer(load_config(None, EASY + [f"policy.cache_dir={tiny_cache}", f"out_dir={tmp_path}"]))
+def test_rl_raises_held_out_success_over_its_warm_up_on_mazes(tmp_path, tiny_cache):
+    trainer = Trainer(load_config(None, MAZE + [f"policy.cache_dir={tiny_cache}", f"out_dir={tmp_path}"]))
     try:
-        untrained = trainer.evaluate()["eval_success"]
         trainer.warm_up()
-        cloned = trainer.evaluate()["eval_success"]  # 64 sampled episodes
+        cloned = trainer.evaluate()["eval_success"]  # 128 held-out episodes at T = 1
         records = fit(trainer, echo=None)
         trained = trainer.evaluate()["eval_success"]
     finally:
         trainer.close()
-    assert untrained == 0.0
-    # measured here: BC 0.17, BC + 20 RL updates 0.59 (95% CIs ±0.09 and ±0.12)
-    assert 0.05 <= cloned <= 0.45, f"the warm-up should leave room to improve: BC success {cloned}"
-    assert trained >= cloned + 0.2, f"RL did not improve on BC by a clear margin: {cloned} -> {trained}"
-    assert len(records) == 20 and all(r["logprob_gap_max"] < 1e-3 for r in records if "logprob_gap_max" in r)
+    # measured: 0.102 -> 0.273 (95% half-widths ~0.05 and ~0.08)
+    assert 0.05 <= cloned <= 0.5, f"the warm-up should leave room to improve: held-out BC success {cloned}"
+    assert trained >= cloned + MARGIN, f"RL did not raise held-out success clearly: {cloned} -> {trained}"
+    assert len(records) == 8 and all(r["logprob_gap_max"] < 1e-3 for r in records if "logprob_gap_max" in r)
 
 
 def test_exploring_expert_detours_are_context_not_labels(tiny_policy):
@@ -86,3 +89,19 @@ def test_invalid_penalty_shapes_training_rewards_only(tiny_policy):
     diffs = [s - p for a, b in zip(plain, shaped) for p, s in zip(a.rewards, b.rewards)]
     assert all(abs(d) < 1e-9 or abs(d + 0.5) < 1e-9 for d in diffs) and any(abs(d + 0.5) < 1e-9 for d in diffs)
     assert [t.won for t in plain] == [t.won for t in shaped]
+
+
+def test_behaviour_cloning_stops_at_its_time_budget(tiny_policy):
+    """bc seconds (the BC-only control's budget): a budget of 0 stops after the first batch, mid-epoch;
+    no budget runs every batch of every epoch."""
+    from trainer.bc import behaviour_clone, expert_trajectories
+    from trainer.episodes import PlaySpec
+
+    spec = PlaySpec("agentgym/Maze-Easy-v0", {"size": 3}, max_turns=10, system_prompt="")
+    data = expert_trajectories(tiny_policy, spec, list(range(4)), seed=0)
+    seen: list[float] = []
+    behaviour_clone(tiny_policy, data, epochs=3, batch_size=1, lr=1e-3, seed=0, on_batch=seen.append, seconds=0.0)
+    assert len(seen) == 1
+    seen.clear()
+    behaviour_clone(tiny_policy, data, epochs=3, batch_size=1, lr=1e-3, seed=0, on_batch=seen.append)
+    assert len(seen) == 3 * len(data) == 12
