@@ -266,7 +266,6 @@ class AlgorithmConfig:
     """DAPO dynamic sampling: up to this many collections per step until ``rollout.tasks_per_step`` groups
     have non-zero variance (1: one collection, the plain behaviour)."""
 
-
     def __post_init__(self) -> None:
         from .algorithms import ESTIMATORS
 
