@@ -11,13 +11,14 @@ import math
 import pytest
 import torch
 
+from tests.trainer.batching import budget_for
 from trainer.config import ConfigError, LossConfig, load_config
 from trainer.logprobs import token_logprobs
 from trainer.loop import Trainer
 from trainer.loss import (AGGREGATIONS, KL_ESTIMATORS, BatchCounts, LossSettings, _counted, batch_counts,
                           clipped_token_loss, echo_loss, kl_k3, observation_mask, policy_loss, rollout_correction,
                           token_mean)
-from trainer.update import accumulate_gradients, micro_batches, old_logprobs, pack_minibatch
+from trainer.update import accumulate_gradients, old_logprobs, pack_minibatch
 
 L = math.log
 
@@ -258,21 +259,13 @@ def _gradients(trainer, kept, advantages, budget):
                                  if p.grad is not None}
 
 
-def _budget_for(kept, parts):
-    lengths = [len(s.token_ids) for t in kept for s in t.segments]
-    for budget in range(min(lengths), sum(lengths) * max(lengths) + 1):
-        if len(micro_batches(lengths, budget)) == parts:
-            return budget
-    raise AssertionError(f"no budget splits rows of lengths {lengths} into {parts}")
-
-
 @pytest.mark.parametrize("option", list(OPTIONS))
 def test_four_micro_batches_give_the_one_forward_gradient(batch, option):
     trainer, kept, advantages = batch
     _set(trainer, option)
     try:
         n1, m1, g1 = _gradients(trainer, kept, advantages, 0)
-        n4, m4, g4 = _gradients(trainer, kept, advantages, _budget_for(kept, 4))
+        n4, m4, g4 = _gradients(trainer, kept, advantages, budget_for(kept, 4))
         _set(trainer, "default")
         _, m0, g0 = _gradients(trainer, kept, advantages, 0)
     finally:
@@ -307,7 +300,7 @@ def test_echo_scores_observation_tokens_like_the_full_logits(batch):
 def test_defaults_give_the_old_trainer_gradient_bit_for_bit(batch):
     trainer, kept, advantages = batch
     _set(trainer, "default")
-    _, _, new = _gradients(trainer, kept, advantages, _budget_for(kept, 2))
+    _, _, new = _gradients(trainer, kept, advantages, budget_for(kept, 2))
     micro = pack_minibatch(trainer, kept, advantages, None, list(range(len(kept))))
     counts = batch_counts([b.loss_mask for b in micro])
     trainer.optimizer.zero_grad(set_to_none=True)

@@ -4,6 +4,7 @@ the whole minibatch in one forward, whatever the split, and the epochs' reshuffl
 import pytest
 import torch
 
+from tests.trainer.batching import budget_for
 from trainer.config import load_config
 from trainer.loop import Trainer
 from trainer.loss import AGGREGATIONS
@@ -48,20 +49,11 @@ def _gradients(trainer, kept, advantages, returns, budget):
     return len(micro), metrics, {n: p.grad.detach().clone() for n, p in params if p.grad is not None}
 
 
-def _budget_for(trainer, kept, parts):
-    """A token budget that splits the whole batch into exactly ``parts`` forwards."""
-    lengths = [len(s.token_ids) for t in kept for s in t.segments]
-    for budget in range(min(lengths), sum(lengths) * max(lengths) + 1):
-        if len(micro_batches(lengths, budget)) == parts:
-            return budget
-    raise AssertionError(f"no budget splits rows of lengths {lengths} into {parts}")
-
-
 @pytest.mark.parametrize("aggregation", list(AGGREGATIONS))
 def test_four_micro_batches_give_the_one_forward_gradient_and_metrics(ppo_batch, aggregation):
     trainer, kept, advantages, returns = ppo_batch
     trainer.config.loss.aggregation = aggregation
-    budget = _budget_for(trainer, kept, 4)
+    budget = budget_for(kept, 4)
     n1, m1, g1 = _gradients(trainer, kept, advantages, returns, 0)
     n4, m4, g4 = _gradients(trainer, kept, advantages, returns, budget)
     assert (n1, n4) == (1, 4)
@@ -89,7 +81,7 @@ def test_normalising_each_micro_batch_by_itself_would_change_the_gradient(ppo_ba
     """The test above can fail: averaging per-micro-batch means (the usual accumulation bug) is off."""
     trainer, kept, advantages, returns = ppo_batch
     trainer.config.loss.aggregation = "token_mean"
-    budget = _budget_for(trainer, kept, 4)
+    budget = budget_for(kept, 4)
     _, _, whole = _gradients(trainer, kept, advantages, returns, 0)
     trainer.config.optim.micro_batch_tokens = budget
     micro = pack_minibatch(trainer, kept, advantages, returns, list(range(len(kept))))
@@ -102,7 +94,7 @@ def test_normalising_each_micro_batch_by_itself_would_change_the_gradient(ppo_ba
 
 def test_the_critic_reads_the_same_values_in_micro_batches(ppo_batch):
     trainer, kept, _, _ = ppo_batch
-    budget = _budget_for(trainer, kept, 4)
+    budget = budget_for(kept, 4)
     per_budget = {}
     for tokens in (0, budget):
         trainer.config.optim.micro_batch_tokens = tokens
