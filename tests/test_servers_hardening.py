@@ -24,7 +24,7 @@ from agentgym_envs.search.service import RetrievalService
 from agentgym_envs.web import server as shop_module
 from agentgym_envs.web.server import ShopServer
 from trainer import serve
-from trainer.serve import PolicyServer
+from trainer.serve import PolicyServer, ScriptedReplyPolicy
 
 TINY_OVERRIDES = ["policy.tiny.corpus_episodes=40", "policy.tiny.model.hidden_size=64",
                   "policy.tiny.model.num_heads=1", "policy.tiny.model.num_layers=1",
@@ -82,7 +82,13 @@ def makers(tiny_policy, retriever) -> dict[str, Callable[..., Target]]:
         return Target("policy", server, ("POST", "/v1/chat/completions", json.dumps(CHAT).encode()),
                       "/v1/chat/completions", lambda: (server.shutdown(), server.server_close()))
 
-    return {"shop": shop, "search": search, "policy": policy}
+    def scripted_policy(**kwargs) -> Target:  # the same HTTP layer without the model's compute in the timings
+        server = PolicyServer(ScriptedReplyPolicy(["Action: look"]), model_name="tiny", **kwargs)
+        server.start()
+        return Target("policy", server, ("POST", "/v1/chat/completions", json.dumps(CHAT).encode()),
+                      "/v1/chat/completions", lambda: (server.shutdown(), server.server_close()))
+
+    return {"shop": shop, "search": search, "policy": policy, "scripted_policy": scripted_policy}
 
 
 @pytest.fixture(params=["shop", "search", "policy"])
@@ -307,13 +313,18 @@ def test_keep_alive_connections_are_served_in_turn_and_parked_between(target: Ta
     assert target.httpd.active_handlers == 0 and target.httpd.request_queue_size >= 128
 
 
-@pytest.mark.parametrize("name,rounds", [("shop", 20), ("search", 20), ("policy", 4)])
+@pytest.mark.parametrize("name,rounds", [("shop", 20), ("search", 20), ("scripted_policy", 20), ("policy", 4)])
 def test_fifty_concurrent_clients_without_a_reset_or_a_retry(makers, name: str, rounds: int) -> None:
     """socketserver's listen backlog of 5 drops connections when 50 clients connect at once: resets, or SYN
-    retries that cost a second and more (measured on the old servers: 828 of 1,000 requests took > 1 s)."""
+    retries that cost a second and more (measured on the old servers: 828 of 1,000 requests took > 1 s).
+
+    The tiny model's server answers the 50 in turn (one forward pass each), so under CI load its last reply
+    of a round can legitimately arrive after a second: for it only resets and the connect time are checked;
+    the scripted policy puts the same HTTP layer under the full latency check."""
     running = makers[name]()
     statuses: list[int | None] = []
     latencies: list[float] = []
+    connects: list[float] = []
     errors: list[str] = []
     barrier = threading.Barrier(50)
 
@@ -322,7 +333,11 @@ def test_fifty_concurrent_clients_without_a_reset_or_a_retry(makers, name: str, 
         for _ in range(rounds):
             barrier.wait(timeout=60)  # all 50 connect at the same instant
             try:
-                status, _, _, seconds = exchange(running.address, request_bytes(method, path, body), timeout=30)
+                start = time.monotonic()
+                with socket.create_connection(running.address, timeout=30) as sock:
+                    connects.append(time.monotonic() - start)
+                    sock.sendall(request_bytes(method, path, body))
+                    status, _, _, seconds = read_reply(sock, start, 30)
                 statuses.append(status)
                 latencies.append(seconds)
             except OSError as e:  # a reset or refused connection: counted as a failure below
@@ -338,7 +353,9 @@ def test_fifty_concurrent_clients_without_a_reset_or_a_retry(makers, name: str, 
         running.close()
     assert not errors, errors[:3]
     assert statuses.count(200) == 50 * rounds, {s: statuses.count(s) for s in set(statuses)}
-    assert max(latencies) < 1.0, sorted(latencies)[-5:]  # a dropped SYN is retried after 1 s
+    assert max(connects) < 1.0, sorted(connects)[-5:]  # a dropped SYN is retried after 1 s
+    if name != "policy":  # a dropped handshake ACK shows in the reply time instead
+        assert max(latencies) < 1.0, sorted(latencies)[-5:]
 
 
 # ----------------------------------------------------------------------------------- client mistakes
