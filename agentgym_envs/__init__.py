@@ -22,6 +22,10 @@ _FAMILIES = ("examples", "household", "games", "games.multiagent", "games.textwo
 for _family in _FAMILIES:
     importlib.import_module(f"{__name__}.{_family}.register")
 
+from .plugins import load_env_plugins  # noqa: E402  (after our own ids: plugins may build on them)
+
+load_env_plugins()  # meta_envs.register and any other package's ids (the ``agentgym.envs`` group)
+
 __all__ = [
     "TextEnv", "ToolEnv", "TaskEnv", "Task", "Verdict", "Step", "InvalidAction", "UnicodeText", "tool",
     "make", "make_multi", "multi_ids", "env_ids", "catalogue", "register_env", "register_multi",

@@ -68,3 +68,21 @@ def test_import_is_light():
     code = "import sys, agentgym_envs; print(sorted(m for m in sys.modules if m.startswith('agentgym_envs.examples.')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "['agentgym_envs.examples.register']", out.stdout + out.stderr
+
+
+def test_env_plugins_are_loaded_and_a_stale_entry_is_skipped(monkeypatch):
+    """``import agentgym_envs`` imports every ``agentgym.envs`` module (meta_envs registers its ids so);
+    an entry naming an uninstalled package is skipped, a broken plugin module raises."""
+    import sys
+    from importlib.metadata import EntryPoint
+
+    from agentgym_envs import plugins
+
+    assert "meta_envs.register" in sys.modules
+    stale = EntryPoint("gone", "no_such_package_xyz.register", plugins.ENV_GROUP)
+    broken = EntryPoint("broken", "meta_envs.no_such_module", plugins.ENV_GROUP)
+    monkeypatch.setattr(plugins, "registered_entries", lambda group: iter([stale]))
+    assert plugins.load_env_plugins() == []
+    monkeypatch.setattr(plugins, "registered_entries", lambda group: iter([broken]))
+    with pytest.raises(ModuleNotFoundError):
+        plugins.load_env_plugins()

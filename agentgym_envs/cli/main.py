@@ -13,9 +13,8 @@ import argparse
 import importlib
 import os
 import sys
-from collections.abc import Iterator
-from importlib.metadata import EntryPoint, distributions
 
+from ..plugins import registered_entries
 from . import COMMANDS as OWN_COMMANDS
 
 GROUP = "agentgym.commands"
@@ -33,7 +32,7 @@ def subcommands() -> dict[str, tuple[str, str]]:
     is a bug and is raised."""
     found: dict[str, tuple[str, str]] = dict(OWN_COMMANDS)
     owner = {name: __package__ for name in found}
-    for entry in sorted(_registered_parts(), key=lambda e: e.name):
+    for entry in sorted(registered_entries(GROUP), key=lambda e: e.name):
         if entry.value.partition(":")[0] == __package__:
             continue  # our own table, already in
         try:
@@ -44,18 +43,6 @@ def subcommands() -> dict[str, tuple[str, str]]:
             continue
         _merge(found, owner, table, entry.value)
     return found
-
-
-def _registered_parts() -> Iterator[EntryPoint]:
-    """The group's entries over every distribution on the path, not only the first ``agentgym`` found:
-    a stale ``agentgym.egg-info`` in the working directory (left by a legacy build) would otherwise
-    shadow the installed metadata and hide the other parts' commands."""
-    seen: set[str] = set()
-    for dist in distributions():
-        for entry in dist.entry_points.select(group=GROUP):
-            if entry.value not in seen:
-                seen.add(entry.value)
-                yield entry
 
 
 def _merge(found: dict[str, tuple[str, str]], owner: dict[str, str], table: object, source: str) -> None:
