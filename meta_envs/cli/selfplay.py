@@ -53,6 +53,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"agentgym selfplay: {e}")
         return 2
     report = Path(args.report) if args.report else Path(args.archive) / "selfplay_report.json"
-    reports = run_selfplay(config, designer, solver, report_path=report, on_round=lambda r: print(format_round(r)))
+    try:
+        reports = run_selfplay(config, designer, solver, report_path=report,
+                               on_round=lambda r: print(format_round(r)))
+    except SelfPlayError as e:
+        print(f"agentgym selfplay: {e}")
+        return 2
     print(f"archive growth {[r.archive_size for r in reports]}; report: {report}")
     return 0

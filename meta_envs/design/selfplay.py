@@ -266,24 +266,8 @@ def archive_success(path: str | Path) -> dict[str, float]:
     """sha256 → the solver's success p̂ recorded for every env in the archive at ``path``."""
     from .archive import EnvArchive
 
-    out: dict[str, float] = {}
-    for entry in EnvArchive(path).entries():
-        p_hat = _record_p_hat(entry)
-        if p_hat is not None:
-            out[_record_sha(entry)] = p_hat
-    return dict(sorted(out.items()))
-
-
-def _record_sha(entry: Any) -> str:
-    return str(entry["sha256"] if isinstance(entry, dict) else entry.sha256)
-
-
-def _record_p_hat(entry: Any) -> float | None:
-    record = entry if isinstance(entry, dict) else getattr(entry, "record", entry)
-    play = record.get("play_stats") if isinstance(record, dict) else None
-    if isinstance(play, dict) and isinstance(play.get("p_solver"), (int, float)):
-        return float(play["p_solver"])
-    return None
+    found = {entry.sha: entry.p_hat for entry in EnvArchive(path).entries()}
+    return {sha: float(p) for sha, p in sorted(found.items()) if isinstance(p, (int, float))}
 
 
 def _mean(values: Sequence[float]) -> float | None:
