@@ -5,7 +5,8 @@ The utility of going from library ``L`` to ``L ⊕ op`` is measured, never judge
     U = (1/n) Σ_i [R(L ⊕ op, i) − R(L, i)]
 
 over ``n`` held-out probe tasks ``i``, where ``R`` is the episode return of the actor on the base env with
-the library shown in its system prompt (all bodies, :func:`skills_prompt`). Both arms run on the *same*
+the library shown in its system prompt (:func:`~meta_envs.skills.showing.with_skills`, ``all`` by
+default: every body). Both arms run on the *same*
 task index and the same seed (env and actor RNG: common random numbers), so a change that alters no
 action gives a difference of exactly 0 on every probe. ``sd`` is the sample standard deviation of the
 per-probe differences; ``regressions`` counts probes solved (``won``) under ``L`` and not under ``L ⊕ op``,
@@ -34,6 +35,7 @@ from agentgym_envs.core.errors import AgentGymError
 
 from .actor import Actor
 from .library import SkillLibrary
+from .showing import with_skills
 
 #: Accept only if regressions are at most this share of the probes.
 MAX_REGRESSION_SHARE = 0.1
@@ -87,14 +89,6 @@ def accept(u: Utility, *, max_regression_share: float = MAX_REGRESSION_SHARE) ->
     return u.lower > 0 and u.regressions <= max_regression_share * u.n
 
 
-def skills_prompt(base_prompt: str, library: SkillLibrary) -> str:
-    """The system prompt with every skill's name, description and body appended (``all`` retrieval)."""
-    if len(library) == 0:
-        return base_prompt
-    sections = [f"## Skill: {s.name}\n{s.description}\n\n{s.body.strip()}" for s in library]
-    return base_prompt + "\n\n# Skills\n\n" + "\n\n".join(sections)
-
-
 def split_tasks(num_tasks: int, shown: int, probes: int, *, seed: int = 0) -> tuple[list[int], list[int]]:
     """Two disjoint sets of task indices drawn with a fixed seed: ``shown`` for trajectories, then ``probes``."""
     if shown + probes > num_tasks:
@@ -103,11 +97,11 @@ def split_tasks(num_tasks: int, shown: int, probes: int, *, seed: int = 0) -> tu
     return sorted(order[:shown]), sorted(order[shown:])
 
 
-def run_episode(env: gymnasium.Env, actor: Actor, library: SkillLibrary, task_index: int, seed: int) -> Episode:
-    """Play one episode of ``env`` on ``task_index`` with the library shown to ``actor``."""
+def run_episode(env: gymnasium.Env, actor: Actor, task_index: int, seed: int) -> Episode:
+    """Play one episode of ``env`` (a base env wrapped by ``with_skills``) on ``task_index``; the actor
+    sees the reset info's ``system_prompt``, where the skills are."""
     observation, info = env.reset(seed=seed, options={"task_index": task_index})
-    actor.reset(instruction=str(info.get("instruction", "")),
-                system_prompt=skills_prompt(str(info.get("system_prompt", "")), library), seed=seed)
+    actor.reset(instruction=str(info.get("instruction", "")), system_prompt=str(info.get("system_prompt", "")), seed=seed)
     ret, actions, done = 0.0, [], False
     while not done:
         action = actor.act(observation, info)
@@ -145,6 +139,7 @@ class ProbeRunner:
 
     base_env_id: str
     env_kwargs: dict[str, Any] = field(default_factory=dict)
+    retrieval: str = "all"
     cache: ArmCache = field(default_factory=ArmCache)
     _env: gymnasium.Env | None = None
 
@@ -156,12 +151,13 @@ class ProbeRunner:
 
     def arm(self, library: SkillLibrary, probes: Sequence[int], seeds: Sequence[int], actor: Actor) -> tuple[tuple[Episode, ...], bool]:
         """The episodes of ``library`` on the probes, and whether they came from the cache."""
-        key = (self.base_env_id, repr(sorted(self.env_kwargs.items())), library.version, tuple(probes),
+        key = (self.base_env_id, repr(sorted(self.env_kwargs.items())), self.retrieval, library.version, tuple(probes),
                tuple(seeds), getattr(actor, "name", type(actor).__name__))
         cached = self.cache.get(key)
         if cached is not None:
             return cached, True
-        arm = tuple(run_episode(self.env, actor, library, i, s) for i, s in zip(probes, seeds))
+        shown = with_skills(self.env, library, self.retrieval)
+        arm = tuple(run_episode(shown, actor, i, s) for i, s in zip(probes, seeds))
         self.cache.put(key, arm)
         return arm, False
 
