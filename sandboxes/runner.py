@@ -160,9 +160,12 @@ class PythonRunner:
 
     def __init__(
         self, sandbox: SupervisedSandbox, source: str, *, directory: str = "/tmp/runner", start_timeout: float = 30.0,
+        hash_seed: int | None = None,
     ):
+        """``hash_seed`` fixes the process's ``PYTHONHASHSEED`` (``python3 -P -s`` then, since ``-I`` would ignore
+        it); ``None`` keeps ``-I`` and a random hash seed per process."""
         self.sandbox, self.source, self.directory = sandbox, source, directory
-        self.start_timeout = start_timeout
+        self.start_timeout, self.hash_seed = start_timeout, hash_seed
         self._key: str | None = None
         self._ids = itertools.count(1)
         self.start()
@@ -172,7 +175,10 @@ class PythonRunner:
         self.stop()
         module = f"{self.directory}/module.py"
         self.sandbox.write_file(module, self.source.encode())
-        self._key = self.sandbox.spawn(["python3", "-I", "-u", "-c", HARNESS, module, str(MAX_ANSWER)])
+        flags, env = ["-I"], None
+        if self.hash_seed is not None:
+            flags, env = ["-P", "-s"], {"PYTHONHASHSEED": str(int(self.hash_seed))}
+        self._key = self.sandbox.spawn(["python3", *flags, "-u", "-c", HARNESS, module, str(MAX_ANSWER)], env=env)
         ready = self._receive(self.start_timeout, "starting")
         if not ready.get("ready"):
             raise RunnerError(f"the runner did not start properly: {ready!r:.200}", kind="protocol")
