@@ -40,6 +40,8 @@ Rules the gates check:
 
 from __future__ import annotations
 
+from pathlib import Path
+
 SUCCESS_RETURN = 1.0
 """An episode succeeds when the sum of its rewards is at least this (less :data:`RETURN_TOLERANCE`)."""
 RETURN_TOLERANCE = 1e-9
@@ -79,3 +81,19 @@ def _brief() -> str:
 
 CONTRACT_BRIEF = _brief()
 """The contract as shown to a designer (rendered into EnvDesign-v0's brief)."""
+
+
+MODULES_DIR = Path(__file__).with_name("modules")
+"""Example modules as data (the scripted designers' answers): read as text, never imported by the host."""
+
+
+def example_module(name: str) -> str:
+    """The source of ``modules/<name>.py`` (``lamps`` is the good family; see :func:`example_names`)."""
+    path = MODULES_DIR / f"{name}.py"
+    if name not in example_names():
+        raise KeyError(f"expected one of {example_names()}, got {name!r}")
+    return path.read_text(encoding="utf-8")
+
+
+def example_names() -> list[str]:
+    return sorted(p.stem for p in MODULES_DIR.glob("*.py"))
