@@ -6,18 +6,19 @@ leaderboards (``hf:tiny``, ``hf:<dir>``, ``vllm:<dir>``, ``openai:<base_url>#<mo
 ``leaderboards/policies/``). A model designer answers the design env's chat (its system prompt, the brief,
 the gate report of a repair) with ``max_new_tokens`` long enough for a module.
 
-Solver SPECs: ``random`` (a uniformly random legal action, own seeded stream) or a model SPEC, whose
-reply to ``observation + legal actions`` is the action.
+Solver SPECs: a scripted solver of :mod:`meta_envs.design.solving` (``clue``, the default: reads clues
+literally; ``noisy-expert``; ``random``; ``expert``) or a model SPEC, whose reply to the observation and the
+legal actions is the action (``solving.PolicySolver``).
 """
 
 from __future__ import annotations
 
+import copy
 from dataclasses import replace
 from typing import Any
 
 from agentgym_envs.chat import Message
 from agentgym_envs.policies import SamplingConfig
-from agentgym_envs.seeding import derive_rng
 
 from ..design.selfplay import SelfPlayError
 
@@ -63,7 +64,7 @@ def designer_from_spec(spec: str, sampling: SamplingConfig) -> Any:
         table = scripted_designers()
         if name not in table:
             raise SelfPlayError(f"unknown scripted designer {name!r}; expected one of {', '.join(sorted(table))}")
-        return as_designer(table[name])
+        return as_designer(copy.deepcopy(table[name]))  # a stateful designer (the hill climber) starts afresh
     from leaderboards.policies import parse_spec
 
     return PolicyDesigner(parse_spec(spec).build(), sampling)
@@ -76,37 +77,16 @@ def scripted_designers() -> dict[str, Any]:
     return dict(designers.DESIGNERS)
 
 
-class RandomSolver:
-    """Uniform over the legal actions, from its own seeded stream (the same seed ⇒ the same plays)."""
+def solver_from_spec(spec: str) -> Any:
+    """The solver a SPEC names: a scripted solver's name (passed to the design env as is) or a model Policy."""
+    from ..design.solving import SOLVER_SPECS
 
-    def __init__(self, seed: int = 0):
-        self.rng = derive_rng(seed, 0x501)
-
-    def __call__(self, observation: str, legal_actions: list[str]) -> str:
-        return legal_actions[int(self.rng.integers(len(legal_actions)))] if legal_actions else ""
-
-
-class PolicySolver:
-    """A Policy as a solver: it reads the observation and the legal actions, its reply is the action."""
-
-    def __init__(self, policy: Any, sampling: SamplingConfig):
-        self.policy, self.sampling, self.calls = policy, sampling, 0
-
-    def __call__(self, observation: str, legal_actions: list[str]) -> str:
-        prompt = f"{observation}\n\nLegal actions: {', '.join(legal_actions[:50])}\nReply with one action."
-        self.calls += 1
-        sampling = replace(self.sampling, seed=(self.sampling.seed or 0) + self.calls)
-        return self.policy.act([[Message(role="user", content=prompt)]], sampling=sampling)[0].text.strip()
-
-
-def solver_from_spec(spec: str, sampling: SamplingConfig, seed: int = 0) -> Any:
-    """The solver a SPEC names (module docstring)."""
-    if spec == "random":
-        return RandomSolver(seed)
+    if spec in SOLVER_SPECS:
+        return spec
     from leaderboards.policies import parse_spec
 
     parsed = parse_spec(spec)
     if parsed.env_side:
-        raise SelfPlayError(f"solver {spec!r}: expected random or a model SPEC (hf:, vllm:, openai:, checkpoint:); "
-                            "the expert of a generated env is its own expert_action(), which the gates already play")
-    return PolicySolver(parsed.build(), sampling)
+        raise SelfPlayError(f"solver {spec!r}: expected one of {', '.join(SOLVER_SPECS)} or a model SPEC "
+                            "(hf:, vllm:, openai:, checkpoint:)")
+    return parsed.build()

@@ -6,7 +6,8 @@ kwargs. Round ``r``:
 
 1. **Design.** The env is reset with ``derive_seed(seed, r)``: one brief (the contract, the solver's
    success so far, archive exemplars). The designer answers that brief ``group_size`` times, sample ``i``
-   with its own sampling seed ``derive_seed(seed, r, i)``.
+   with its own sampling seed ``derive_seed(seed, r, i)``, all before any answer is scored. (A
+   deterministic scripted designer answers a brief the same way every time: use ``group_size=1``.)
 2. **Validate, solve, archive.** Each answer is played as one episode of the design env from the same
    reset seed (repairs, where the env offers them, are further turns of that episode): the gates run in
    the sandbox, the solver plays the env ``k`` times with and without the hint, an accepted env goes into
@@ -15,8 +16,7 @@ kwargs. Round ``r``:
 3. **Advantages.** Designer: the group's rewards normalised, ``A_i = (r_i − mean) / (std + 1e-6)`` (zero
    for a group without spread). Samples whose episode hit our own infrastructure (``info["infra_error"]``)
    are left out of the group: they say nothing about the designer. Solver: per accepted env, its ``k``
-   plays normalised the same way; with binary wins at success ``p̂`` that is ``(1 − p̂)/σ`` for a win and
-   ``−p̂/σ`` for a loss, ``σ = sqrt(p̂(1 − p̂))``, which the report gives per env.
+   plays (wins as 1, losses as 0, from the archive's record) normalised the same way.
 4. **Report.** Per round: the samples (reward, outcome, failed gate, reward components, advantage), the
    archive's size, the spread of difficulty (the solver's success ``p̂`` over archived envs: quantiles and a
    five-bin histogram) and the solver's success on the round's accepted envs and on the archive.
@@ -114,7 +114,7 @@ class RoundReport:
     difficulty: dict[str, Any]
     solver_success_round: float | None
     solver_success_archive: float | None
-    solver_advantages: dict[str, dict[str, float]]
+    solver_advantages: dict[str, list[float | None]]
     seconds: float
 
 
@@ -132,20 +132,6 @@ def group_advantages(rewards: Sequence[float | None]) -> list[float | None]:
     mean = sum(scored) / len(scored)
     std = math.sqrt(sum((r - mean) ** 2 for r in scored) / len(scored))
     return [None if r is None else round((r - mean) / (std + 1e-6), 6) for r in rewards]
-
-
-def win_advantages(p_hat: float) -> dict[str, float]:
-    """The solver's group-normalised advantage of a win and of a loss among plays with success ``p_hat``.
-
-    >>> win_advantages(0.5)
-    {'win': 0.999998, 'loss': -0.999998}
-    >>> win_advantages(1.0)
-    {'win': 0.0, 'loss': 0.0}
-    """
-    std = math.sqrt(max(p_hat * (1.0 - p_hat), 0.0))
-    if std == 0.0:
-        return {"win": 0.0, "loss": 0.0}
-    return {"win": round((1.0 - p_hat) / (std + 1e-6), 6), "loss": round(-p_hat / (std + 1e-6), 6)}
 
 
 def difficulty_spread(p_hats: Sequence[float]) -> dict[str, Any]:
@@ -182,22 +168,41 @@ def summarise(index: int, reward: float, info: dict[str, Any], turns: int) -> Sa
                   turns=turns)
 
 
-def design_episode(env: Any, designer: Designer, reset_seed: int, sample_seed: int, max_turns: int,
-                   index: int = 0) -> Sample:
-    """Play one designer answer (and its repairs) as an episode of the design env."""
-    observation, info = env.reset(seed=reset_seed)
+def design_group(env: Any, designer: Designer, brief_seed: int, sample_seeds: Sequence[int],
+                 max_turns: int) -> list[Sample]:
+    """The designer's answers to one brief, each then played as an episode of the design env.
+
+    Every first answer is written from the same brief (the chat of one reset), before any is scored: a
+    design env remembers its last result across resets, so scoring one answer would change the brief the
+    next is written from. Each episode then starts from the same reset seed; its repairs (further turns)
+    answer that episode's own gate report."""
+    observation, info = env.reset(seed=brief_seed)
+    brief = ChatHistory()
+    brief.start(observation, info)
+    answers = [designer.design(brief.messages(), env, derive_seed(seed, 0)) for seed in sample_seeds]
+    samples = []
+    for index, (answer, seed) in enumerate(zip(answers, sample_seeds)):
+        if index:
+            env.reset(seed=brief_seed)
+        samples.append(_play_answer(env, designer, brief, answer, seed, max_turns, index))
+    return samples
+
+
+def _play_answer(env: Any, designer: Designer, brief: ChatHistory, answer: str, seed: int, max_turns: int,
+                 index: int) -> Sample:
+    """Step ``answer``, then let the designer repair while the episode goes on (at most ``max_turns``)."""
     history = ChatHistory()
-    history.start(observation, info)
-    total, turns = 0.0, 0
+    history.system_prompt, history.first_observation = brief.system_prompt, brief.first_observation
+    total = 0.0
     for turn in range(max_turns):
-        answer = designer.design(history.messages(), env, derive_seed(sample_seed, turn))
+        if turn:
+            answer = designer.design(history.messages(), env, derive_seed(seed, turn))
         observation, reward, terminated, truncated, info = env.step(answer)
-        total, turns = total + float(reward), turn + 1
+        total += float(reward)
         history.add(answer, observation)
         if terminated or truncated:
             break
-    return summarise(index, total, info, turns)
-
+    return summarise(index, total, info, turn + 1)
 
 def make_design_env(config: SelfPlayConfig, solver: Any | None) -> Any:
     """The design env of ``config``: the solver, archive, ``k`` and backend passed where its constructor
@@ -245,29 +250,36 @@ def play_round(env: Any, designer: Designer, config: SelfPlayConfig, r: int) -> 
     """One round: ``group_size`` answers to one brief, their advantages, and the archive afterwards."""
     began = time.perf_counter()
     brief_seed = derive_seed(config.seed, r)
-    samples = [design_episode(env, designer, brief_seed, derive_seed(config.seed, r, i), config.max_turns, i)
-               for i in range(config.group_size)]
+    samples = design_group(env, designer, brief_seed, [derive_seed(config.seed, r, i) for i in
+                                                       range(config.group_size)], config.max_turns)
     advantages = group_advantages([None if s.infra_error else s.reward for s in samples])
     for sample, advantage in zip(samples, advantages):
         sample.advantage = advantage
     accepted = [s for s in samples if s.outcome == "ok" and not s.infra_error]
     p_round = [s.components["p_hat"] for s in accepted if "p_hat" in s.components]
-    p_archive = archive_success(config.archive)
+    view = archive_view(config.archive)
+    p_archive = [v["p_hat"] for v in view.values()]
     return RoundReport(
-        round=r, brief_seed=brief_seed, samples=samples, accepted=len(accepted), archive_size=len(p_archive),
-        difficulty=difficulty_spread(list(p_archive.values())),
-        solver_success_round=_mean(p_round), solver_success_archive=_mean(list(p_archive.values())),
-        solver_advantages={s.sha256: win_advantages(s.components["p_hat"]) for s in accepted
-                           if s.sha256 and "p_hat" in s.components},
+        round=r, brief_seed=brief_seed, samples=samples, accepted=len(accepted), archive_size=len(view),
+        difficulty=difficulty_spread(p_archive), solver_success_round=_mean(p_round),
+        solver_success_archive=_mean(p_archive),
+        solver_advantages={s.sha256: group_advantages([float(w) for w in view[s.sha256]["wins"]])
+                           for s in accepted if s.sha256 in view},
         seconds=round(time.perf_counter() - began, 3))
 
 
-def archive_success(path: str | Path) -> dict[str, float]:
-    """sha256 → the solver's success p̂ recorded for every env in the archive at ``path``."""
+def archive_view(path: str | Path) -> dict[str, dict[str, Any]]:
+    """sha256 → the solver's success ``p_hat``, per-play ``wins`` and the module's ``difficulty`` knob, for
+    every env in the archive at ``path`` whose record has play statistics (``record.json``'s ``play_stats``)."""
     from .archive import EnvArchive
 
-    found = {entry.sha: entry.p_hat for entry in EnvArchive(path).entries()}
-    return {sha: float(p) for sha, p in sorted(found.items()) if isinstance(p, (int, float))}
+    view: dict[str, dict[str, Any]] = {}
+    for entry in EnvArchive(path).entries():
+        play = entry.record.get("play_stats") or {}
+        if isinstance(play.get("p_solver"), (int, float)):
+            view[entry.sha] = {"p_hat": float(play["p_solver"]), "wins": [bool(w) for w in play.get("wins") or []],
+                               "difficulty": entry.record.get("difficulty")}
+    return dict(sorted(view.items()))
 
 
 def _mean(values: Sequence[float]) -> float | None:

@@ -9,8 +9,7 @@ import math
 import pytest
 
 from agentgym_envs.cli.main import main
-from meta_envs.design.selfplay import (SelfPlayConfig, SelfPlayError, difficulty_spread, group_advantages,
-                                       summarise, win_advantages)
+from meta_envs.design.selfplay import SelfPlayConfig, SelfPlayError, difficulty_spread, group_advantages, summarise
 
 
 def test_group_advantages_are_normalised_and_leave_infra_out():
@@ -23,14 +22,6 @@ def test_group_advantages_are_normalised_and_leave_infra_out():
     assert adv[0] > adv[2] > adv[1] > adv[4]  # the order of the rewards is kept
     assert group_advantages([0.3, 0.3, None]) == [0.0, 0.0, None]  # no spread: no signal
     assert group_advantages([None, None]) == [None, None]
-
-
-def test_win_advantages_are_the_normalised_binary_outcomes():
-    for p in (0.125, 0.5, 0.875):
-        adv = win_advantages(p)
-        assert abs(p * adv["win"] + (1 - p) * adv["loss"]) < 1e-5  # zero mean over the k plays
-        assert abs(p * adv["win"] ** 2 + (1 - p) * adv["loss"] ** 2 - 1.0) < 1e-4  # unit spread
-    assert win_advantages(0.0) == {"win": 0.0, "loss": 0.0}
 
 
 def test_difficulty_spread_bins_and_quantiles():
@@ -58,9 +49,43 @@ def test_config_refuses_what_cannot_be_scored(field, value, match, tmp_path):
 
 
 def test_the_command_reports_bad_roles_and_kwargs(tmp_path, capsys):
-    assert main(["selfplay", "--archive", str(tmp_path), "--solver", "expert"]) == 2
-    assert "expected random or a model SPEC" in capsys.readouterr().out
+    assert main(["selfplay", "--archive", str(tmp_path), "--solver", "gpt-4"]) == 2
+    assert "unknown policy spec 'gpt-4'" in capsys.readouterr().out
     assert main(["selfplay", "--archive", str(tmp_path), "--env-kwargs", "[1]"]) == 2
     assert "expected a JSON object" in capsys.readouterr().out
     assert main(["selfplay", "--archive", str(tmp_path), "--env", "agentgym/EnvDesing-v0"]) == 2
     assert "No env registered as 'agentgym/EnvDesing-v0'" in capsys.readouterr().out
+
+
+# --- one trainer step on each role's env, with the tiny model -------------------------------------------
+
+#: As tests/trainer/conftest.py's TINY_TEST_OVERRIDES (tests are not importable across folders).
+TINY = ["policy.tiny.corpus_episodes=40", "policy.tiny.model.hidden_size=64", "policy.tiny.model.num_heads=1",
+        "policy.tiny.model.num_layers=1", "policy.tiny.model.intermediate_size=128", "env.system_prompt=''",
+        "progress=false"]
+ONE_STEP = ["steps=1", "rollout.tasks_per_step=1", "rollout.group_size=2", "rollout.max_new_tokens=8",
+            "bc.episodes=0", "eval.num_tasks=1", "eval.every=0", "checkpoint_every=0", "env.train_tasks=1",
+            "algorithm.filter_zero_variance=false", "loss.entropy_coef=0.01"]
+
+
+def train_one_step(overrides: list[str], out_dir, cache) -> dict:
+    """``agentgym train - … steps=1`` in-process; the one step's logged record."""
+    assert main(["train", "-", *TINY, f"policy.cache_dir={cache}", *ONE_STEP, *overrides, f"out_dir={out_dir}"]) == 0
+    records = [json.loads(line) for line in (out_dir / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records] == [1], records
+    record = records[0]
+    assert math.isfinite(record["reward"]) and math.isfinite(record["loss"]), record
+    assert record["infra_errors"] == 0 and record["updated"] == 1.0, record
+    return record
+
+
+def test_agentgym_train_trains_the_designer_on_env_design(tmp_path):
+    record = train_one_step(["env.env_id=agentgym/EnvDesign-v0", "env.max_turns=1",
+                             "rollout.max_context_tokens=8192"], tmp_path / "designer", tmp_path / "cache")
+    assert record["reward"] == -1.0, record  # eight tiny tokens are no module: unparseable, -1
+
+
+def test_agentgym_train_trains_the_solver_on_generated_envs(tmp_path):
+    record = train_one_step(["env.env_id=agentgym/Generated-v0", "env.max_turns=2",
+                             "rollout.max_context_tokens=2048"], tmp_path / "solver", tmp_path / "cache")
+    assert -1.0 <= record["reward"] <= 1.0, record
