@@ -44,6 +44,7 @@ import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
 from agentgym_envs.core.errors import AgentGymError
@@ -90,7 +91,8 @@ class Skill:
     """A validated skill; build one with :func:`parse_skill_md` or :func:`skill_from_files`.
 
     Frozen, and equal (and hashed) by its files, so a library of skills can be versioned and cached.
-    ``metadata`` and ``resources`` are the skill's own dict copies: read them, never mutate them.
+    ``metadata`` and ``resources`` are the skill's own dict copies: read them, never mutate them (the
+    canonical text and the content hash are computed once and cached).
     """
 
     name: str
@@ -118,7 +120,7 @@ class Skill:
         return hash(self.content_hash)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Skill) and self.files() == other.files()
+        return isinstance(other, Skill) and self.content_hash == other.content_hash
 
     @property
     def tokens(self) -> int:
@@ -127,6 +129,11 @@ class Skill:
 
     def to_skill_md(self) -> str:
         """The canonical SKILL.md text: front matter in a fixed key order, then the body verbatim."""
+        return self._canonical
+
+    @cached_property
+    def _canonical(self) -> str:
+        # yaml's pure-Python emitter (safe_dump), not libyaml's: the same bytes on every machine.
         import yaml
 
         front: dict[str, Any] = {"name": self.name, "description": self.description}
@@ -147,7 +154,7 @@ class Skill:
             out[SCRIPT_PATH] = self.script
         return dict(sorted(out.items()))
 
-    @property
+    @cached_property
     def content_hash(self) -> str:
         """SHA-256 over the folder's files (paths and texts, length-prefixed): the skill's version."""
         digest = hashlib.sha256()
