@@ -12,6 +12,8 @@ see :mod:`meta_envs.skills.skill`); entries whose names start with ``.`` are ign
   for a library we wrote.
 * :attr:`SkillLibrary.version` is a SHA-256 over the sorted skills' content hashes: equal libraries
   have equal versions, which is what a measured baseline arm is cached by.
+* :meth:`~SkillLibrary.diff` names the skills added, removed and changed; :meth:`~SkillLibrary.diff_text`
+  is the unified diff of their files, for review.
 * Libraries are immutable: :meth:`~SkillLibrary.with_skill` and :meth:`~SkillLibrary.without` return new ones.
 
 >>> from meta_envs.skills.skill import Skill
@@ -136,6 +138,21 @@ class SkillLibrary:
                            removed=tuple(sorted(set(mine) - set(theirs))),
                            changed=tuple(sorted(n for n in set(mine) & set(theirs) if mine[n] != theirs[n])))
 
+    def diff_text(self, other: SkillLibrary, *, context: int = 3) -> str:
+        """A unified diff of every file that differs from this library to ``other`` (``old.diff_text(new)``),
+        paths as ``<skill>/<file>``: what a person reviews before sharing a library. Empty when equal."""
+        mine, theirs = _library_files(self), _library_files(other)
+        chunks = []
+        for path in sorted(set(mine) | set(theirs)):
+            old, new = mine.get(path), theirs.get(path)
+            if old == new:
+                continue
+            chunks.extend(difflib.unified_diff(
+                (old or "").splitlines(keepends=True), (new or "").splitlines(keepends=True),
+                fromfile=f"a/{path}" if old is not None else "/dev/null",
+                tofile=f"b/{path}" if new is not None else "/dev/null", n=context))
+        return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in chunks)
+
     # ----------------------------------------------------------------- new libraries
     def with_skill(self, skill: Skill, *, token_budget: int = DEFAULT_TOKEN_BUDGET) -> SkillLibrary:
         """A new library with ``skill`` added, or replacing the skill of the same name.
@@ -202,6 +219,10 @@ def check_skill(skill: Skill, *, token_budget: int = DEFAULT_TOKEN_BUDGET) -> Sk
         raise SkillFormatError(f"expected skill {skill.name!r} to survive a write and a read unchanged, got a "
                                "different skill; build it with parse_skill_md")
     return skill
+
+
+def _library_files(library: SkillLibrary) -> dict[str, str]:
+    return {f"{skill.name}/{path}": text for skill in library for path, text in skill.files().items()}
 
 
 def _load_skill_folder(folder: Path, token_budget: int) -> Skill:

@@ -297,3 +297,13 @@ def test_load_refuses_symlinks_and_oversized_files(tmp_path):
         SkillLibrary.load(root)
     with pytest.raises(LibraryError, match="missing"):
         SkillLibrary.load(tmp_path / "nowhere")
+
+
+def test_diff_text_is_a_reviewable_unified_diff():
+    old = sample_library()
+    new = old.without("count-lines").with_skill(Skill("heat-then-place", "Heat things.", body="1. heat {object}\n"))
+    text = old.diff_text(new)
+    assert "--- a/count-lines/SKILL.md\n+++ /dev/null\n" in text and f"--- a/count-lines/{SCRIPT_PATH}\n" in text
+    assert "--- a/heat-then-place/SKILL.md\n+++ b/heat-then-place/SKILL.md\n" in text
+    assert "-3. heat {object} with microwave 1\n" in text and "+1. heat {object}\n" in text
+    assert "search-then-answer" not in text and old.diff_text(old) == ""
