@@ -40,6 +40,7 @@ parse (so a CRLF file written elsewhere reads fine but is written back with ``\\
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 from collections.abc import Mapping
@@ -188,14 +189,8 @@ def skill_from_files(files: Mapping[str, str], *, folder_name: str | None = None
     script = others.pop(SCRIPT_PATH, None)
     skill = _parse(files[SKILL_FILE], folder_name, token_budget, resources=others, script=script)
     if skill.kind == "text" and script is not None:  # a text skill's scripts/skill.py is an ordinary resource
-        skill = _replace(skill, resources={**others, SCRIPT_PATH: script}, script=None)
+        skill = dataclasses.replace(skill, resources={**others, SCRIPT_PATH: script}, script=None)
     return skill
-
-
-def _replace(skill: Skill, **changes: Any) -> Skill:
-    import dataclasses
-
-    return dataclasses.replace(skill, **changes)
 
 
 def _parse(text: Any, folder_name: str | None, token_budget: int, *, resources: dict[str, str],
