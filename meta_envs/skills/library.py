@@ -230,7 +230,7 @@ def _load_skill_folder(folder: Path, token_budget: int) -> Skill:
         raise LibraryError(f"expected a skill folder (not a symlink or file), got {folder.name!r}; "
                            "move loose files into a skill folder")
     files: dict[str, str] = {}
-    for file in sorted(folder.rglob("*")):
+    for file in _entries(folder):
         relative = file.relative_to(folder).as_posix()
         if file.is_symlink():
             raise LibraryError(f"expected plain files, got a symlink {relative!r}; copy the file in instead")
@@ -238,12 +238,20 @@ def _load_skill_folder(folder: Path, token_budget: int) -> Skill:
             continue
         if not file.is_file():
             raise LibraryError(f"expected plain files, got a special file {relative!r}")
-        if len(files) > MAX_RESOURCES:
-            raise LibraryError(f"expected at most {MAX_RESOURCES} files in a skill, got more")
         files[relative] = _read_text(file, relative)
     if SKILL_FILE not in files:
         raise LibraryError(f"expected {SKILL_FILE} in the skill folder, got {sorted(files)[:5]}")
     return skill_from_files(files, folder_name=folder.name, token_budget=token_budget)
+
+
+def _entries(folder: Path) -> list[Path]:
+    """Everything under ``folder``, sorted; stops early on a folder far too big to be a skill (a hostile tree)."""
+    entries = []
+    for entry in folder.rglob("*"):
+        entries.append(entry)
+        if len(entries) > 4 * MAX_RESOURCES:
+            raise LibraryError(f"expected at most {MAX_RESOURCES} files in a skill, got more than {4 * MAX_RESOURCES} entries")
+    return sorted(entries)
 
 
 def _read_text(file: Path, relative: str) -> str:

@@ -307,3 +307,16 @@ def test_diff_text_is_a_reviewable_unified_diff():
     assert "--- a/heat-then-place/SKILL.md\n+++ b/heat-then-place/SKILL.md\n" in text
     assert "-3. heat {object} with microwave 1\n" in text and "+1. heat {object}\n" in text
     assert "search-then-answer" not in text and old.diff_text(old) == ""
+
+
+def test_a_skill_folder_with_too_many_files_is_refused(tmp_path):
+    root = tmp_path / "lib"
+    SkillLibrary([parse_skill_md(HEAT)]).save(root)
+    for i in range(70):
+        (root / "heat-then-place" / f"note{i}.md").write_text("x")
+    with pytest.raises(LibraryError, match="expected at most 64 resource files, got 70"):
+        SkillLibrary.load(root)
+    for i in range(300):
+        (root / "heat-then-place" / f"more{i}.md").write_text("x")
+    with pytest.raises(LibraryError, match="got more than 256 entries"):
+        SkillLibrary.load(root)
