@@ -7,3 +7,11 @@ from __future__ import annotations
 from agentgym_envs.registration import register_env
 
 # Each part adds its ids below with register_env(id, "meta_envs.<part>.<module>:<Class>", family=..., ...).
+
+# D3 (issue 19): the designer writes task configs for existing families.
+register_env(
+    "agentgym/TaskDesign-v0", "meta_envs.design.task_design:TaskDesignEnv", family="design", max_episode_steps=3,
+    description="Self-play task design: the designer writes one JSON task config (household, maze, countdown, "
+                "sudoku, search, webshop; terminal on request); gates: schema, held-out copy, expert solves, "
+                "check_env; up to 2 repairs; reward = S*[0.6*B(p_hat)+0.4*R_hint]*(1-dup) over k>=8 solver plays.",
+)

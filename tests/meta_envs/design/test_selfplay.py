@@ -9,7 +9,8 @@ import math
 import pytest
 
 from agentgym_envs.cli.main import main
-from meta_envs.design.selfplay import SelfPlayConfig, SelfPlayError, difficulty_spread, group_advantages, summarise
+from meta_envs.design.selfplay import (SelfPlayConfig, SelfPlayError, archive_view, difficulty_spread, group_advantages,
+                                       run_selfplay, summarise)
 
 
 def test_group_advantages_are_normalised_and_leave_infra_out():
@@ -56,6 +57,90 @@ def test_the_command_reports_bad_roles_and_kwargs(tmp_path, capsys):
     assert main(["selfplay", "--archive", str(tmp_path), "--env", "agentgym/EnvDesing-v0"]) == 2
     assert "No env registered as 'agentgym/EnvDesing-v0'" in capsys.readouterr().out
 
+
+
+# --- the loop on EnvDesign-v0 with scripted designers (modules run in bubblewrap) ------------------------
+
+class ByIndex:
+    """A designer whose i-th answer to a brief is ``answers[i % len(answers)]`` (a group of mixed quality)."""
+
+    def __init__(self, *answers: str):
+        self.answers, self.calls = answers, 0
+
+    def design(self, messages, env, seed):
+        self.calls += 1
+        return self.answers[(self.calls - 1) % len(self.answers)]
+
+
+def without_seconds(report: dict) -> dict:
+    for r in report["rounds"]:
+        r.pop("seconds")
+    return report
+
+
+def test_the_command_runs_rounds_that_grow_the_archive_and_reports_each(tmp_path, capsys):
+    archive = tmp_path / "archive"
+    args = ["selfplay", "--designer", "scripted:hill-climber", "--group-size", "1", "--rounds", "3",
+            "--archive", str(archive)]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert all(f"round {r}: rewards" in out for r in range(3)) and "archive growth [1, 2, 3]" in out, out
+    report = json.loads((archive / "selfplay_report.json").read_text())
+    assert report["growth"] == [1, 2, 3] and len(report["rounds"]) == 3
+    view = archive_view(archive)
+    last = report["rounds"][-1]
+    assert last["difficulty"]["n"] == 3 == sum(last["difficulty"]["histogram"])
+    assert last["solver_success_archive"] == pytest.approx(sum(v["p_hat"] for v in view.values()) / 3, abs=1e-6)
+    for r in report["rounds"]:
+        (sample,) = r["samples"]
+        assert sample["outcome"] == "ok" and sample["sha256"] in view and sample["advantage"] == 0.0
+        advantages = r["solver_advantages"][sample["sha256"]]  # the solver's 8 plays, as one group
+        wins = view[sample["sha256"]]["wins"]
+        assert len(advantages) == len(wins) == 8 and abs(sum(advantages)) < 1e-5
+        assert all((a > 0) == w for a, w in zip(advantages, wins)) or len(set(wins)) == 1
+    knobs = {v["difficulty"] for v in view.values()}
+    assert len(knobs) == 3  # the climber moved its knob every round
+    # the same command into a fresh archive: the same report, but for wall-clock seconds
+    assert main([*args[:-1], str(tmp_path / "again")]) == 0
+    again = json.loads((tmp_path / "again" / "selfplay_report.json").read_text())
+    assert without_seconds(again)["rounds"] == without_seconds(report)["rounds"]
+
+
+def test_designer_advantages_rank_the_answers_to_one_brief(tmp_path):
+    from meta_envs.design.designers import good_module, module_source
+
+    designer = ByIndex(good_module(0.5), module_source("trivial"), "this is not python (", good_module(0.5))
+    config = SelfPlayConfig(archive=str(tmp_path), rounds=1, group_size=4)
+    (report,) = run_selfplay(config, designer)
+    good, trivial, garbage, repeat = report.samples
+    assert designer.calls == 4  # four answers to the one brief, no repair turns on a one-step env
+    assert (trivial.reward, trivial.outcome) == (-0.5, "gate") and trivial.failed_gate is not None
+    assert (garbage.reward, garbage.outcome) == (-1.0, "unparseable")
+    assert good.outcome == "ok" and good.reward >= 0.0 and report.accepted == 1 == report.archive_size
+    assert repeat.outcome == "gate" and repeat.failed_gate == "novelty"  # a copy within the group is no new env
+    assert good.advantage > repeat.advantage == trivial.advantage > garbage.advantage
+    assert abs(sum(s.advantage for s in report.samples)) < 1e-5
+
+
+def test_a_model_spec_designer_answers_through_the_policy_contract(tmp_path, capsys):
+    # `expert` is the design env's own scripted designer behind the Policy contract (bound to the env)
+    assert main(["selfplay", "--designer", "expert", "--group-size", "2", "--rounds", "1",
+                 "--archive", str(tmp_path)]) == 0
+    (r,) = json.loads((tmp_path / "selfplay_report.json").read_text())["rounds"]
+    first, second = r["samples"]
+    assert first["outcome"] == "ok" and second["failed_gate"] == "novelty" and r["archive_size"] == 1
+    assert first["advantage"] > 0 > second["advantage"]
+
+
+def test_our_sandbox_missing_is_infra_and_left_out_of_the_group(tmp_path, monkeypatch):
+    from meta_envs.design.designers import good_module
+
+    monkeypatch.setenv("PATH", "/nonexistent")  # no bubblewrap: our failure, not the designer's
+    (report,) = run_selfplay(SelfPlayConfig(archive=str(tmp_path), rounds=1, group_size=2),
+                             ByIndex(good_module(0.3), good_module(0.7)))
+    assert [s.reward for s in report.samples] == [0.0, 0.0]
+    assert all(s.infra_error and s.advantage is None for s in report.samples)
+    assert report.accepted == 0 == report.archive_size
 
 # --- one trainer step on each role's env, with the tiny model -------------------------------------------
 
