@@ -216,6 +216,13 @@ def test_wrapped_envs_pass_check_env(env_id, retrieval):
     assert report.passed, str(report)
 
 
+@pytest.mark.parametrize("env_id", ["agentgym/WebShop-v0", "agentgym/Wordle-Easy-v0", "agentgym/TicTacToe-VsRandom-v0"])
+def test_more_families_pass_check_env_with_an_index(env_id):
+    """Pages without valid actions (WebShop's search page), free-text moves (Wordle), a self-play seat."""
+    report = check_env(lambda: with_skills(gymnasium.make(env_id), library(), retrieval="index"))
+    assert report.passed, str(report)
+
+
 def test_bad_arguments_are_refused_with_the_expected_value():
     with pytest.raises(ValueError, match=r"expected retrieval to be one of \['all', 'index', 'bm25'\], got 'top'"):
         with_skills(gymnasium.make(HEAT_ID), library(), retrieval="top")
