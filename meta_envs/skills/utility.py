@@ -31,12 +31,14 @@ from typing import Any
 
 import gymnasium
 
-from agentgym_envs.core.errors import AgentGymError
+from agentgym_envs.core.errors import AgentGymError, InfraError
 
 from .actor import Actor
 from .library import SkillLibrary
 from .showing import with_skills
 
+#: Observations kept per step of an episode (for trajectories shown to a reflector).
+KEPT_OBSERVATION_CHARS = 1_000
 #: Accept only if regressions are at most this share of the probes.
 MAX_REGRESSION_SHARE = 0.1
 
@@ -55,6 +57,9 @@ class Episode:
     won: bool
     steps: int
     actions: tuple[str, ...] = ()
+    instruction: str = ""
+    observations: tuple[str, ...] = ()
+    """The first observation and the one after each action, each cut to :data:`KEPT_OBSERVATION_CHARS`."""
 
 
 @dataclass(frozen=True)
@@ -102,13 +107,18 @@ def run_episode(env: gymnasium.Env, actor: Actor, task_index: int, seed: int) ->
     sees the reset info's ``system_prompt``, where the skills are."""
     observation, info = env.reset(seed=seed, options={"task_index": task_index})
     actor.reset(instruction=str(info.get("instruction", "")), system_prompt=str(info.get("system_prompt", "")), seed=seed)
-    ret, actions, done = 0.0, [], False
+    instruction = str(info.get("instruction", ""))
+    ret, actions, observations, done = 0.0, [], [observation[:KEPT_OBSERVATION_CHARS]], False
     while not done:
         action = actor.act(observation, info)
         observation, reward, terminated, truncated, info = env.step(action)
         ret, done = ret + float(reward), terminated or truncated
         actions.append(action)
-    return Episode(task_index, seed, ret, bool(info.get("won", False)), len(actions), tuple(actions))
+        observations.append(observation[:KEPT_OBSERVATION_CHARS])
+        if info.get("infra_error"):  # the base env's machinery failed: no measurement, and not the op's fault
+            raise InfraError(f"the base env failed on probe task {task_index} (seed {seed}): {info['infra_error']}")
+    return Episode(task_index, seed, ret, bool(info.get("won", False)), len(actions), tuple(actions),
+                   instruction, tuple(observations))
 
 
 @dataclass
@@ -140,6 +150,8 @@ class ProbeRunner:
     base_env_id: str
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     retrieval: str = "all"
+    code_skills: bool = False
+    """Install the library's ``kind: code`` skills into each episode's sandbox (Terminal)."""
     cache: ArmCache = field(default_factory=ArmCache)
     _env: gymnasium.Env | None = None
 
@@ -156,7 +168,12 @@ class ProbeRunner:
         cached = self.cache.get(key)
         if cached is not None:
             return cached, True
-        shown = with_skills(self.env, library, self.retrieval)
+        env = self.env
+        if self.code_skills:
+            from .code_skills import WithCodeSkills
+
+            env = WithCodeSkills(env, library)
+        shown = with_skills(env, library, self.retrieval)
         arm = tuple(run_episode(shown, actor, i, s) for i, s in zip(probes, seeds))
         self.cache.put(key, arm)
         return arm, False
