@@ -62,6 +62,7 @@ def _agentgym_step(action):
     return {"result": result, "view": _agentgym_view(_agentgym_env, done)}
 '''
 """Trusted glue appended to the module; what it returns is still the module's data, checked on the host."""
+BUDGET_SPENT = "the gate's time budget ran out before the module finished; make reset and step faster"
 
 
 @dataclass(frozen=True)
@@ -225,18 +226,20 @@ class SandboxedModuleEnv:
 
     # ----------------------------------------------------------------- plumbing
     def _call(self, method: str, *args: Any) -> dict[str, Any]:
-        timeout = self.limits.call_timeout_s
+        timeout, budget = self.limits.call_timeout_s, False
         if self.deadline is not None:
             left = self.deadline - time.monotonic()
             if left <= 0:
-                raise GeneratedEnvFault(self.gate, "the gate's time budget ran out before the module finished",
-                                        kind="budget")
-            timeout = min(timeout, left)
+                raise GeneratedEnvFault(self.gate, BUDGET_SPENT, kind="budget")
+            timeout, budget = min(timeout, left), left < timeout
         if self._runner is None:
             raise GeneratedEnvFault(self.gate, "the module's process is gone", kind="died")
         try:
             answer = self._runner.call(method, *args, timeout=timeout)
         except RunnerError as e:
+            if budget and e.kind == "timeout":
+                self._kill_everything()
+                raise GeneratedEnvFault(self.gate, BUDGET_SPENT, kind="budget") from e
             raise self._fault(e, method.removeprefix("_agentgym_")) from e
         except sandboxes.SandboxError as e:  # the sandbox died under the module: only the module ran there
             self._runner = None
