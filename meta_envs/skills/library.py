@@ -221,6 +221,15 @@ def check_skill(skill: Skill, *, token_budget: int = DEFAULT_TOKEN_BUDGET) -> Sk
     return skill
 
 
+def load_skill(path: str | os.PathLike[str], *, token_budget: int = DEFAULT_TOKEN_BUDGET) -> Skill:
+    """One skill folder read and validated (the same rules as :meth:`SkillLibrary.load` applies to each)."""
+    folder = Path(path)
+    try:
+        return _load_skill_folder(folder, token_budget)
+    except SkillFormatError as e:
+        raise SkillFormatError(f"{folder.name}: {e}") from None
+
+
 def _library_files(library: SkillLibrary) -> dict[str, str]:
     return {f"{skill.name}/{path}": text for skill in library for path, text in skill.files().items()}
 
@@ -302,4 +311,4 @@ def _swap_into_place(staging: Path, root: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-__all__ = ["LibraryDiff", "LibraryError", "SkillLibrary", "UnknownSkill", "check_skill", "parse_skill_md"]
+__all__ = ["LibraryDiff", "LibraryError", "SkillLibrary", "UnknownSkill", "check_skill", "load_skill", "parse_skill_md"]

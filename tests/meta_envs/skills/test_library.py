@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from meta_envs.skills import library as library_module
@@ -320,3 +320,24 @@ def test_a_skill_folder_with_too_many_files_is_refused(tmp_path):
         (root / "heat-then-place" / f"more{i}.md").write_text("x")
     with pytest.raises(LibraryError, match="got more than 256 entries"):
         SkillLibrary.load(root)
+
+
+resource_paths = st.from_regex(r"(references|assets|tests)/[a-z0-9_]{1,8}\.(md|txt|py)", fullmatch=True)
+
+
+@settings(max_examples=30)  # each example saves twice (fsync per file)
+@given(bodies=st.lists(st.text(max_size=80).map(lambda s: s.replace("\r", "")), min_size=0, max_size=4),
+       resources=st.dictionaries(resource_paths, st.text(max_size=40), max_size=3))
+def test_any_library_round_trips_through_disk_byte_identically(bodies, resources):
+    import tempfile
+
+    lib = SkillLibrary(Skill(f"skill-{i}", f"Skill number {i}.", body=body, resources=resources if i == 0 else {})
+                       for i, body in enumerate(bodies))
+    with tempfile.TemporaryDirectory() as tmp:
+        lib.save(Path(tmp) / "a")
+        loaded = SkillLibrary.load(Path(tmp) / "a")
+        loaded.save(Path(tmp) / "b")
+        assert loaded == lib and loaded.version == lib.version and not lib.diff(loaded)
+        assert tree_bytes(Path(tmp) / "a") == tree_bytes(Path(tmp) / "b")
+        if bodies:
+            assert library_module.load_skill(Path(tmp) / "a" / "skill-0") == lib.get("skill-0")
