@@ -33,7 +33,8 @@ protocol inside parses out of the reply (``Action: read_skill x``, ``act(action=
 ``<tool_call>{"name": "read_skill", ...}``); anything else goes to the wrapped env untouched.
 ``make(id, protocol=p)`` built around ``with_skills(...)`` works too (the protocol hands native actions in).
 
-Snapshots stay on the unwrapped env; the wrapper's read counter is not in them (like ``TimeLimit``'s).
+Once a skill has been read, ``state_key`` also covers the names read so far (the same base state with
+different skills read is a different state as the agent knows it). Snapshots stay on the unwrapped env; the wrapper's read counter is not in them (like ``TimeLimit``'s).
 
 >>> import gymnasium, agentgym_envs
 >>> from meta_envs.skills.skill import Skill
@@ -51,6 +52,7 @@ Snapshots stay on the unwrapped env; the wrapper's read counter is not in them (
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import re
 from typing import Any, Literal
@@ -180,6 +182,9 @@ class SkillsWrapper(gymnasium.Wrapper[str, str, str, str]):
     def _add_info(self, info: dict[str, Any]) -> None:
         info["skills_shown"] = [s.name for s in self.shown]
         info["skills_read"] = list(self._read)
+        if self._read and isinstance(info.get("state_key"), str):  # what was read is part of what the agent knows
+            material = info["state_key"] + "\x1f" + "\x1f".join(sorted(self._read))
+            info["state_key"] = hashlib.blake2b(material.encode(), digest_size=12).hexdigest()
         if self._has_tools() and "tools" in info and self.retrieval == "index":
             names = {t.get("function", {}).get("name") for t in info["tools"] or [] if isinstance(t, dict)}
             if READ_ACTION not in names:

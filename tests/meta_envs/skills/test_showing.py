@@ -230,3 +230,17 @@ def test_bad_arguments_are_refused_with_the_expected_value():
         with_skills(gymnasium.make(HEAT_ID), [], retrieval="all")
     with pytest.raises(ValueError, match="expected k >= 1"):
         with_skills(gymnasium.make(HEAT_ID), library(), retrieval="bm25", k=0)
+
+
+def test_state_key_covers_what_was_read():
+    env = with_skills(gymnasium.make(HEAT_ID), library(), retrieval="index")
+    _, info = env.reset(seed=0)
+    before = info["state_key"]
+    first = env.step("read_skill heat-then-place")[-1]["state_key"]
+    again = env.step("read_skill heat-then-place")[-1]["state_key"]
+    second = env.step("read_skill cool-then-place")[-1]["state_key"]
+    assert before != first == again != second
+    other = with_skills(gymnasium.make(HEAT_ID), library(), retrieval="index")
+    other.reset(seed=0)
+    other.step("read_skill cool-then-place")
+    assert other.step("read_skill heat-then-place")[-1]["state_key"] == second  # order of reading does not matter
