@@ -15,3 +15,16 @@ register_env(
                 "sudoku, search, webshop; terminal on request); gates: schema, held-out copy, expert solves, "
                 "check_env; up to 2 repairs; reward = S*[0.6*B(p_hat)+0.4*R_hint]*(1-dup) over k>=8 solver plays.",
 )
+
+# D2 (issue 19): the designer writes a whole env as a Python module; archived envs are playable.
+register_env(
+    "agentgym/EnvDesign-v0", "meta_envs.design.env_design:EnvDesignEnv", family="design", max_episode_steps=3,
+    description="Self-play env design: the designer writes one Python module (class Env of the generated-env "
+                "contract), run only in a sandbox; 13 gates (parse ... novelty), then k>=8 solver plays with and "
+                "without hint; reward = S*[0.6*B(p_hat)+0.4*R_hint]*(1-dup); accepted envs are archived.",
+)
+register_env(
+    "agentgym/Generated-v0", "meta_envs.design.generated:GeneratedEnv", family="design", max_episode_steps=100,
+    description="An archived generated env (EnvDesign-v0's accepted modules, by sha or a sampling rule) played "
+                "inside its sandbox behind the text-env contract; default: a built-in archive of the good family.",
+)

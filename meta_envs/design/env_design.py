@@ -1,0 +1,285 @@
+"""``agentgym/EnvDesign-v0``: the designer writes a whole environment as one Python module.
+
+One episode is one design (``docs/meta_envs.md``, Designing environments and tasks)::
+
+    obs, info = env.reset(seed=s)       # the brief: the contract, the solver's success so far,
+                                        # archive exemplars (accepted and rejected), a difficulty target
+    obs, r, terminated, truncated, info = env.step(module_source)     # raw, or in a ```python fence
+
+The module runs only in a sandbox, built as ``Env(DIFFICULTY)`` where ``DIFFICULTY`` is the module's own
+top-level number literal (the designer's knob, read from the syntax tree: :func:`module_difficulty`;
+0.5 without one). It goes through every gate of
+:func:`meta_envs.design.gates.validate_module` (``info["gates"]``, in order, stopping at the first
+failure), novelty against the archive last; an accepted module is then played by the *solver* (any
+policy, :mod:`meta_envs.design.solving`) on ``k >= 8`` seeds without and with its hint, and the reward
+is :func:`meta_envs.design.reward.designer_reward` (``info["reward_components"]``). Accepted modules
+are added to the archive (kwarg ``archive``: a folder; default a fresh temp folder per env instance),
+rejected ones are remembered there by their failed gate, and both show up in later briefs.
+
+``info`` after the step: ``outcome`` (ok, unparseable, gate, infra), ``gates`` (name, passed, detail;
+timings are left out so the same seed and module give the same info), ``reward_components``,
+``sha256`` of the module (None when nothing was extracted), ``accepted``. Our own sandbox failing
+(``SandboxUnavailable``) sets ``info["infra_error"]``, reward 0, and truncates the episode; the designer
+is not blamed. ``won`` is a design paid at least :data:`WIN_REWARD`.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+import tempfile
+from collections import OrderedDict
+from typing import Any, ClassVar
+
+import numpy as np
+
+from agentgym_envs.core.errors import InfraError, InvalidAction
+from agentgym_envs.core.text_env import Step, TextEnv
+
+from . import reward as rewards
+from .archive import EnvArchive, json_safe, source_sha
+from .contract import CONTRACT_BRIEF, MAX_SOURCE_BYTES
+from .novelty import duplicate_share, novelty_gate
+from .solving import as_solver, measure_solver
+
+WIN_REWARD = 0.5
+DEFAULT_DIFFICULTY = 0.5
+DIFFICULTY_TARGETS = (0.4, 0.5, 0.6)
+GATE_SEEDS = tuple(range(8))
+KNOB_BRIEF = ("The knob: a top-level `DIFFICULTY = <number in 0..1>` in your module is the difficulty your Env "
+              "is built with (`Env(DIFFICULTY)`) for the gates, the solver's plays and the archive; 0.5 "
+              "without one.")
+_FENCE = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
+_TIMING_STATS = ("median_step_ms", "seconds", "step_ms")
+_REPORTS: OrderedDict[tuple, Any] = OrderedDict()
+"""Gate reports (without novelty) by (source sha, backend, seeds, limits): the gates are a function of these."""
+_REPORTS_KEPT = 32
+
+
+def extract_module(action: str) -> str:
+    """The module in a reply: the first fenced block when there is one, else the whole reply.
+
+    >>> extract_module("Here it is:\\n```python\\nclass Env: pass\\n```\\nDone.")
+    'class Env: pass\\n'
+    >>> extract_module("class Env: pass")
+    'class Env: pass'
+    """
+    match = _FENCE.search(action)
+    return match.group(1) if match else action
+
+
+def module_difficulty(source: str) -> float:
+    """The knob a module asks to be played at: its top-level ``DIFFICULTY = <number>``, clipped to [0, 1].
+
+    Read from the syntax tree (``ast.literal_eval`` of one literal; nothing runs); 0.5 when absent or
+    not a plain number, and for source that does not parse (the ``parse`` gate reports that).
+
+    >>> module_difficulty("DIFFICULTY = 0.25\nclass Env: ...")
+    0.25
+    >>> module_difficulty("DIFFICULTY = __import__('os')"), module_difficulty("x = (")
+    (0.5, 0.5)
+    """
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return DEFAULT_DIFFICULTY
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id == "DIFFICULTY" and isinstance(node.value, ast.Constant)):
+            value = node.value.value
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+                return min(1.0, max(0.0, float(value)))
+    return DEFAULT_DIFFICULTY
+
+
+def stable_gates(gates: list[dict]) -> list[dict]:
+    """The gate results as ``info`` shows them: name, passed, detail (no timings)."""
+    return [{"name": g.get("name"), "passed": bool(g.get("passed")), "detail": str(g.get("detail", ""))}
+            for g in gates]
+
+
+def gate_report(source: str, backend: str, seeds: tuple[int, ...], limits: Any, difficulty: float) -> Any:
+    """:func:`~meta_envs.design.gates.validate_module` without novelty, cached while it did not hit infra."""
+    from .gates import validate_module
+
+    key = (source_sha(source), backend, seeds, repr(limits), difficulty)
+    if key in _REPORTS:
+        _REPORTS.move_to_end(key)
+        return _REPORTS[key]
+    report = validate_module(source, backend=backend, seeds=seeds, limits=limits, novelty=None,
+                             difficulty=difficulty)
+    if report.infra_error is None:
+        _REPORTS[key] = report
+        while len(_REPORTS) > _REPORTS_KEPT:
+            _REPORTS.popitem(last=False)
+    return report
+
+
+class EnvDesignEnv(TextEnv):
+    """The designer's env: one module per episode, validated, played by the solver, rewarded, archived."""
+
+    system_prompt: ClassVar[str] = (
+        "You design text environments for a solver to learn from. Reply with one Python module that follows "
+        "the contract in the brief (raw, or in one ```python block). You are paid for environments the "
+        "solver wins about half the time, that reward skill over luck, and that are new.")
+    reward_bounds: ClassVar[tuple[float, float]] = (-1.0, 1.0)
+    invalid_action_penalty: ClassVar[float] = -1.0
+    max_action_chars: ClassVar[int] = 2 * MAX_SOURCE_BYTES
+
+    def __init__(self, solver: Any = None, archive: str | None = None, k: int = 8, backend: str = "bwrap",
+                 limits: Any = None, play_seeds: tuple[int, ...] | None = None, render_mode: str | None = None):
+        super().__init__(render_mode)
+        if not isinstance(k, int) or k < rewards.MIN_PLAYS:
+            raise ValueError(f"k: expected at least {rewards.MIN_PLAYS} solver plays per env, got {k!r}")
+        if play_seeds is not None and len(play_seeds) < rewards.MIN_PLAYS:
+            raise ValueError(f"play_seeds: expected at least {rewards.MIN_PLAYS} seeds, got {len(play_seeds)}")
+        self.solver, self.k, self.backend, self.limits = as_solver(solver), k, backend, limits
+        self.play_seeds = None if play_seeds is None else tuple(int(s) for s in play_seeds)
+        self._temp = None if archive is not None else tempfile.TemporaryDirectory(prefix="envdesign-")
+        self.archive = EnvArchive(archive if archive is not None else self._temp.name)
+        self.last_result: dict | None = None
+        self._target, self._seeds, self._round = 0.5, (), 0
+
+    # ----------------------------------------------------------------- episode
+    def _reset(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        rng: np.random.Generator = self.np_random
+        self._target = DIFFICULTY_TARGETS[int(rng.integers(len(DIFFICULTY_TARGETS)))]
+        drawn = tuple(int(s) for s in rng.integers(0, 2**31 - 1, size=self.k))
+        self._seeds = self.play_seeds or drawn
+        brief = self.brief()
+        return brief, {"instruction": "Design one environment as a Python module (the contract is below)."}
+
+    def brief(self) -> str:
+        """The observation of a new episode: contract, target, solver's success, exemplars, last result."""
+        entries, rejected = self.archive.entries(), self.archive.rejected()
+        p_hats = [e.p_hat for e in entries if e.p_hat is not None]
+        lines = ["# Design an environment", "",
+                 f"Difficulty target: the solver should win about {self._target:.0%} of episodes "
+                 "(pay is highest for 40%-60%, nothing below 15% or above 85%).",
+                 f"Solver's success so far: {len(entries)} archived envs"
+                 + (f", mean p_hat {sum(p_hats) / len(p_hats):.3f}" if p_hats else "") + "."]
+        if self.last_result is not None:
+            lines.append("Last design: " + ", ".join(f"{k}={v}" for k, v in self.last_result.items()) + ".")
+        if entries:
+            lines += ["", "Accepted exemplars (newest last):"]
+            lines += [f"- {e.sha[:12]}: p_hat={e.p_hat}, reward={e.record.get('reward')}" for e in entries[-3:]]
+        if rejected:
+            lines += ["", "Rejected exemplars (newest last):"]
+            lines += [f"- {r['sha256'][:12]}: failed {r['failed_gate']}: {r['detail'][:160]}" for r in rejected[-3:]]
+        return "\n".join(lines + ["", CONTRACT_BRIEF, "", KNOB_BRIEF])
+
+    def _step(self, action: str) -> Step:
+        source = extract_module(action)
+        if not source.strip():
+            raise InvalidAction("Invalid design: no module found; reply with one Python module defining class Env.")
+        try:
+            verdict = self._judge(source)
+        except InfraError as e:
+            verdict = self._verdict(source, "infra", [], infra_error=str(e))
+        return self._finish(source, verdict)
+
+    def _judge(self, source: str) -> dict:
+        """Gates, novelty, solver plays and the reward of one module (raises InfraError for our failures)."""
+        difficulty = module_difficulty(source)
+        report = gate_report(source, self.backend, GATE_SEEDS, self.limits, difficulty)
+        gates = report.to_info()["gates"]
+        if report.infra_error is not None:
+            return self._verdict(source, "infra", gates, infra_error=report.infra_error)
+        if not report.passed:
+            failed = report.failed_gate
+            name = failed if isinstance(failed, str) else getattr(failed, "name", "gate")
+            return self._verdict(source, "unparseable" if name == "parse" else "gate", gates)
+        near = duplicate_share(source, report.stats.get("fingerprint"), self.archive)
+        novelty = novelty_gate(self.archive)(source, report.stats)
+        gates = [g for g in gates if g.get("name") != "novelty"]
+        gates.append({"name": "novelty", "passed": novelty.passed, "detail": novelty.detail})
+        if not novelty.passed:
+            return self._verdict(source, "gate", gates, near=near)
+        play, failure = self._play(source, difficulty)
+        if failure is not None:
+            gates.append({"name": "play", "passed": False, "detail": failure})
+            return self._verdict(source, "gate", gates, near=near)
+        stats = rewards.PlayStats(p_solver=play.p_solver, n=len(play.seeds), p_hint=play.p_hint,
+                                  p_expert_eps=float(report.stats["p_expert_eps"]),
+                                  p_random=float(report.stats["p_random"]))
+        return self._verdict(source, "ok", gates, stats=stats, near=near, report=report, play=play)
+
+    def _play(self, source: str, difficulty: float) -> tuple[Any, str | None]:
+        """The solver on this episode's seeds; a module fault is the designer's (detail), ours raises."""
+        from .sandboxed import GeneratedEnvFault, SandboxedModuleEnv
+
+        try:
+            with SandboxedModuleEnv(source, difficulty=difficulty, backend=self.backend, limits=self.limits,
+                                    gate="play") as env:
+                env.gate = "play"
+                return measure_solver(env, self.solver, self._seeds), None
+        except GeneratedEnvFault as e:
+            return None, f"the module failed while the solver played: {e.detail}"[:2000]
+
+    def _verdict(self, source: str, outcome: str, gates: list[dict], *, stats: Any = None, near: dict | None = None,
+                 report: Any = None, play: Any = None, infra_error: str | None = None) -> dict:
+        dup = float(near["dup"]) if near else 0.0
+        value, components = rewards.designer_reward(outcome, stats, dup=dup if outcome == "ok" else 0.0)
+        components["nearest"] = near["sha"] if near else None
+        return {"outcome": outcome, "reward": value, "components": components, "gates": stable_gates(gates),
+                "report": report, "play": play, "infra_error": infra_error}
+
+    def _finish(self, source: str, verdict: dict) -> Step:
+        sha, outcome, value = source_sha(source), verdict["outcome"], verdict["reward"]
+        accepted = outcome == "ok"
+        if accepted:
+            self._archive(source, sha, verdict)
+        elif outcome != "infra":
+            failed = next((g for g in verdict["gates"] if not g["passed"]), {"name": outcome, "detail": ""})
+            self.archive.add_rejected(source, failed["name"], failed["detail"])
+        self.last_result = {"outcome": outcome, "reward": round(value, 4),
+                            "p_hat": verdict["components"]["p_hat"]}
+        info = {"outcome": outcome, "gates": verdict["gates"], "reward_components": json_safe(verdict["components"]),
+                "sha256": sha, "accepted": accepted}
+        if outcome == "infra":
+            info["infra_error"] = verdict["infra_error"]
+            return Step(f"Our sandbox failed (not your fault): {verdict['infra_error']}", 0.0, truncated=True,
+                        won=False, score=0.0, info=info)
+        return Step(self._report_text(verdict), value, terminated=True, won=value >= WIN_REWARD, score=value,
+                    info=info)
+
+    def _archive(self, source: str, sha: str, verdict: dict) -> None:
+        report, play = verdict["report"], verdict["play"]
+        self._round += 1
+        self.archive.add(source, {
+            "gates": report.to_info(timings=True)["gates"], "stats": report.stats, "reward": verdict["reward"],
+            "difficulty": module_difficulty(source),
+            "reward_components": verdict["components"], "round": self._round, "parent": None,
+            "play_stats": {"p_solver": play.p_solver, "p_hint": play.p_hint, "n": len(play.seeds),
+                           "seeds": list(play.seeds), "wins": list(play.wins),
+                           "hint_wins": None if play.hint_wins is None else list(play.hint_wins)}})
+
+    @staticmethod
+    def _report_text(verdict: dict) -> str:
+        c = verdict["components"]
+        lines = [f"Outcome: {verdict['outcome']}; reward {verdict['reward']:.4f}."]
+        for gate in verdict["gates"]:
+            lines.append(f"- {gate['name']}: {'passed' if gate['passed'] else 'FAILED'} {gate['detail'][:300]}")
+        if verdict["outcome"] == "ok":
+            lines.append(f"Solver p_hat={c['p_hat']}, with hint {c['p_hint']}; S={c['S']}, B={c['B']}, "
+                         f"R_hint={c['R_hint']}, dup={c['dup']}.")
+        return "\n".join(lines)
+
+    # ----------------------------------------------------------------- hooks
+    def expert_action(self) -> str:
+        """The scripted good designer's module (the good parametric family at its middle setting)."""
+        from .designers import good_module
+
+        return good_module()
+
+    def close(self) -> None:
+        if self._temp is not None:
+            self._temp.cleanup()
+            self._temp = None
+        super().close()
+
+    def _get_state(self) -> Any:
+        from agentgym_envs.core.errors import SnapshotError
+
+        raise SnapshotError("EnvDesign-v0's state includes its archive folder and solver; it is not snapshotted")

@@ -1,0 +1,168 @@
+"""agentgym/EnvDesign-v0 (meta_envs/design/env_design.py): issue 19's Done-when points on the designer's reward.
+
+Every module runs in a real bubblewrap sandbox; the solver is the default ClueSolver unless a test says so.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import agentgym_envs
+from meta_envs.design import designers
+from meta_envs.design.archive import EnvArchive
+from meta_envs.design.designers import HillClimber, good_module, last_p_hat, renamed_duplicate
+from meta_envs.design.env_design import EnvDesignEnv, extract_module, module_difficulty
+
+SEEDS = tuple(range(100, 108))  # the solver's play seeds, fixed so p_hat is reproducible
+
+
+def design(source: str, env: EnvDesignEnv | None = None, seed: int = 0, **kwargs):
+    """One design episode: (reward, info); a fresh env (own temp archive) unless one is given."""
+    own = env is None
+    env = env or EnvDesignEnv(play_seeds=SEEDS, **kwargs)
+    try:
+        env.reset(seed=seed)
+        _, reward, terminated, truncated, info = env.step(source)
+        assert terminated or truncated
+        return reward, info
+    finally:
+        if own:
+            env.close()
+
+
+def test_unparseable_and_empty_designs_get_minus_one():
+    reward, info = design("class Env(:\n    pass")
+    assert reward == -1.0 and info["outcome"] == "unparseable" and info["gates"][-1]["name"] == "parse"
+    env = EnvDesignEnv()
+    env.reset(seed=0)
+    _, reward, terminated, _, info = env.step("```python\n```")
+    assert reward == -1.0 and not info["action_valid"] and not terminated
+    env.close()
+
+
+@pytest.mark.parametrize("name", ["trivial", "impossible", "leaky"])
+def test_trivial_impossible_and_leaky_envs_get_minus_half(name):
+    reward, info = design(designers.DESIGNERS[name](""))
+    assert info["outcome"] == "gate" and reward == -0.5, info["gates"][-1]
+    assert not info["accepted"]
+
+
+def test_coin_flip_earns_at_most_five_hundredths():
+    reward, info = design(designers.DESIGNERS["coin-flip"](""))
+    assert reward <= 0.05, info
+
+
+@pytest.mark.parametrize("name", [n for n in designers.BAD_MODULES if n.startswith("nondeterministic")])
+def test_each_source_of_non_determinism_gets_minus_half(name):
+    reward, info = design(designers.DESIGNERS[name](""))
+    assert reward == -0.5 and info["outcome"] == "gate", info["gates"][-1]
+    assert info["gates"][-1]["name"] in ("determinism", "seed_sensitivity", "imports"), info["gates"][-1]
+
+
+def test_the_good_family_pays_at_half_and_nothing_at_zero_or_one():
+    reward, info = design(good_module(0.4))
+    c = info["reward_components"]
+    assert 0.4 <= c["p_hat"] <= 0.6 and reward >= 0.5, c
+    assert info["outcome"] == "ok" and info["accepted"] and c["S"] == 1.0
+    for knob, p_hat in ((0.0, 1.0), (1.0, 0.0)):
+        reward, info = design(good_module(knob))
+        assert info["reward_components"]["p_hat"] == p_hat and reward <= 0.05, info["reward_components"]
+
+
+def test_the_knob_moves_p_hat_smoothly_from_one_to_zero():
+    p_hats = [design(good_module(k))[1]["reward_components"]["p_hat"] for k in (0.0, 0.2, 0.35, 0.5, 0.7, 1.0)]
+    assert p_hats[0] == 1.0 and p_hats[-1] == 0.0
+    assert all(a >= b for a, b in zip(p_hats, p_hats[1:])), p_hats  # common seeds: monotone
+    assert len({p for p in p_hats if 0.0 < p < 1.0}) >= 2, p_hats
+
+
+def test_renamed_duplicate_is_cut_by_at_least_eighty_percent():
+    env = EnvDesignEnv(play_seeds=SEEDS)
+    original, info = design(good_module(0.4), env, seed=0)
+    assert original >= 0.5 and info["accepted"]
+    copy, info = design(renamed_duplicate(good_module(0.4)), env, seed=0)
+    assert copy <= 0.2 * original, info
+    assert info["reward_components"]["dup"] >= 0.8 or info["outcome"] == "gate"
+    env.close()
+
+
+def test_hill_climber_brings_p_hat_into_the_middle_within_twenty_episodes():
+    env, climber = EnvDesignEnv(play_seeds=SEEDS), HillClimber()
+    seen = []
+    for episode in range(20):
+        obs, _ = env.reset(seed=episode)
+        _, _, _, _, info = env.step(climber(obs))
+        p_hat = info["reward_components"]["p_hat"]
+        seen.append(p_hat)
+        if p_hat is not None and 0.3 <= p_hat <= 0.7:
+            break
+    env.close()
+    assert seen[0] == 1.0, seen  # it starts far too easy
+    assert seen[-1] is not None and 0.3 <= seen[-1] <= 0.7 and len(seen) <= 20, seen
+
+
+def test_bwrap_missing_is_infra_error_with_reward_zero(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no bwrap on PATH
+    env = EnvDesignEnv(play_seeds=SEEDS, archive=str(tmp_path / "archive"))
+    env.reset(seed=0)
+    _, reward, terminated, truncated, info = env.step(good_module(0.4))
+    env.close()
+    assert reward == 0.0 and info["infra_error"] and truncated and not terminated
+    assert info["outcome"] == "infra" and not info["accepted"]
+    assert not (tmp_path / "archive" / "rejected").exists()  # never recorded against the designer
+
+
+def test_same_seed_and_action_give_the_same_reward_and_info():
+    a, b = EnvDesignEnv(), EnvDesignEnv()
+    out = []
+    for env in (a, b):
+        obs, info = env.reset(seed=5)
+        out.append((obs, info, env.step(good_module(0.45))))
+        env.close()
+    assert out[0][0] == out[1][0] and out[0][1] == out[1][1]
+    assert json.dumps(out[0][2], sort_keys=True) == json.dumps(out[1][2], sort_keys=True)
+
+
+def test_accepted_envs_are_archived_and_briefs_show_exemplars(tmp_path):
+    env = EnvDesignEnv(play_seeds=SEEDS, archive=str(tmp_path))
+    design(good_module(0.4), env)
+    design("class Env(:", env)
+    brief, _ = env.reset(seed=1)
+    env.close()
+    [entry] = EnvArchive(tmp_path).entries()
+    assert entry.source == good_module(0.4).strip() and entry.record["difficulty"] == 0.4  # the reply, stripped
+    assert entry.record["play_stats"]["n"] == 8 and entry.record["play_stats"]["seeds"] == list(SEEDS)
+    assert [r["failed_gate"] for r in EnvArchive(tmp_path).rejected()] == ["parse"]
+    assert entry.sha[:12] in brief and "failed parse" in brief and "1 archived envs" in brief
+    assert "Last design: outcome=unparseable" in brief and "DIFFICULTY" in brief
+    assert last_p_hat(brief) is None
+
+
+def test_a_fenced_reply_and_the_knob_are_read_without_running_anything():
+    assert extract_module("I propose:\n```python\nDIFFICULTY = 0.3\n```\nthanks") == "DIFFICULTY = 0.3\n"
+    assert module_difficulty("DIFFICULTY = 7") == 1.0 and module_difficulty("DIFFICULTY = True") == 0.5
+    assert module_difficulty("DIFFICULTY = float('nan')") == 0.5
+    reward, info = design("Here is my env.\n```python\n" + good_module(0.4) + "```")
+    assert info["outcome"] == "ok" and reward >= 0.5
+
+
+def test_the_expert_designer_is_accepted_and_registered_ids_construct_cheaply():
+    env = agentgym_envs.make("agentgym/EnvDesign-v0")
+    obs, info = env.reset(seed=0)
+    assert "class Env" in obs and info["instruction"]
+    _, reward, terminated, _, info = env.step(env.unwrapped.expert_action())
+    env.close()
+    assert terminated and info["outcome"] == "ok" and reward > 0
+
+
+def test_a_solver_policy_plays_through_the_adapter():
+    from agentgym_envs.policies.base import Completion
+
+    class LastLegal:  # a scripted chat policy: always the last legal action it was offered
+        def act(self, batch, *, sampling):
+            return [Completion(chat[-1]["content"].rsplit(", ", 1)[-1]) for chat in batch]
+
+    reward, info = design(good_module(0.4), solver=LastLegal())
+    assert info["outcome"] == "ok" and info["reward_components"]["p_hat"] <= 0.125
