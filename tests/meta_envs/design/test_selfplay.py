@@ -9,6 +9,7 @@ import math
 import pytest
 
 from agentgym_envs.cli.main import main
+from meta_envs.cli.roles import as_designer
 from meta_envs.design.selfplay import (SelfPlayConfig, SelfPlayError, archive_view, difficulty_spread, group_advantages,
                                        run_selfplay, summarise)
 
@@ -170,7 +171,20 @@ def test_agentgym_train_trains_the_designer_on_env_design(tmp_path):
     assert record["reward"] == -1.0, record  # eight tiny tokens are no module: unparseable, -1
 
 
-def test_agentgym_train_trains_the_solver_on_generated_envs(tmp_path):
-    record = train_one_step(["env.env_id=agentgym/Generated-v0", "env.max_turns=2",
-                             "rollout.max_context_tokens=2048"], tmp_path / "solver", tmp_path / "cache")
+def test_agentgym_train_trains_the_solver_on_the_archive_selfplay_grew(tmp_path, monkeypatch):
+    import agentgym_envs
+    from meta_envs.design.designers import DESIGNERS
+
+    made, real_make = [], agentgym_envs.make
+    monkeypatch.setattr(agentgym_envs, "make", lambda env_id, **kw: made.append((env_id, kw)) or real_make(env_id, **kw))
+
+    archive = tmp_path / "archive"
+    (report,) = run_selfplay(SelfPlayConfig(archive=str(archive), rounds=1, group_size=1),
+                             as_designer(DESIGNERS["good"]))
+    assert report.archive_size == 1
+    kwargs = f"{{archive: {archive}, rule: newest}}"
+    record = train_one_step(["env.env_id=agentgym/Generated-v0", "env.max_turns=2", "rollout.max_context_tokens=2048",
+                             f"env.train_kwargs={kwargs}", f"env.eval_kwargs={kwargs}"],
+                            tmp_path / "solver", tmp_path / "cache")
     assert -1.0 <= record["reward"] <= 1.0, record
+    assert ("agentgym/Generated-v0", str(archive)) in {(i, str(kw.get("archive"))) for i, kw in made}, made
