@@ -379,10 +379,17 @@ class BCConfig:
     scripted expert."""
     max_detours: int = 2
     """At most this many detours per BC episode."""
+    expert_noise: float = 0.0
+    """Probability that each move of the demonstrator is a uniformly drawn valid action instead of the
+    expert's, *labelled* (:class:`trainer.bc.NoisyExpertPolicy`): a weak demonstrator that BC alone cannot
+    beat at the sampling temperature, however long it clones. 0: the plain scripted expert."""
 
     def __post_init__(self) -> None:
         _require(self.episodes >= 0 and self.epochs >= 1 and self.batch_size >= 1, "bc sizes must be positive")
         _require(0.0 <= self.explore <= 1.0 and self.max_detours >= 0, "bc.explore must be in [0, 1], max_detours >= 0")
+        _require(0.0 <= self.expert_noise <= 1.0, f"bc.expert_noise must be in [0, 1], got {self.expert_noise}")
+        _require(not (self.explore > 0 and self.expert_noise > 0),
+                 "bc.explore (unlabelled detours) and bc.expert_noise (labelled noise) are exclusive: set one to 0")
 
 
 @dataclass

@@ -105,3 +105,26 @@ def test_behaviour_cloning_stops_at_its_time_budget(tiny_policy):
     seen.clear()
     behaviour_clone(tiny_policy, data, epochs=3, batch_size=1, lr=1e-3, seed=0, on_batch=seen.append)
     assert len(seen) == 3 * len(data) == 12
+
+
+def test_noisy_expert_labels_its_noise_and_repeats_exactly(tiny_policy):
+    """bc.expert_noise: a weak demonstrator whose random moves are labelled (BC imitates them); 0 is the
+    plain expert, 1 only draws valid actions, and the data repeat exactly for a seed."""
+    from agentgym_envs.policies import ExpertPolicy
+    from trainer.bc import NoisyExpertPolicy, expert_trajectories
+    from trainer.episodes import PlaySpec, run_text_episodes
+
+    spec = PlaySpec("agentgym/Maze-Easy-v0", {"size": 3}, max_turns=10, system_prompt="")
+    tasks = list(range(0, 32, 2))
+    plain = run_text_episodes(ExpertPolicy(), spec, tasks, seed=0)
+    quiet = run_text_episodes(NoisyExpertPolicy(noise=0.0), spec, tasks, seed=0)
+    assert [e.history.turns for e in quiet] == [e.history.turns for e in plain]
+    noisy = run_text_episodes(NoisyExpertPolicy(noise=0.5), spec, tasks, seed=0)
+    assert [e.history.turns for e in noisy] == [e.history.turns for e in run_text_episodes(NoisyExpertPolicy(noise=0.5), spec, tasks, seed=0)]
+    assert sum(len(e.history.turns) for e in noisy) > sum(len(e.history.turns) for e in plain)  # it wanders
+    assert sum(e.won for e in noisy) < sum(e.won for e in plain) == len(tasks)  # and sometimes loses
+    for episode in run_text_episodes(NoisyExpertPolicy(noise=1.0), spec, tasks[:4], seed=0):
+        assert all(reply.startswith(("go ", "look")) for reply, _ in episode.history.turns)  # valid actions only
+    data = expert_trajectories(tiny_policy, spec, tasks, seed=0, noise=0.5)
+    assert len(data) == sum(e.won for e in noisy)  # won episodes only, every reply a label (noise included)
+    assert all({k for k in t.token_turns if k >= 0} == set(range(t.num_turns)) for t in data)
