@@ -180,3 +180,30 @@ def test_a_maze_written_with_its_own_start_and_exit_is_the_same_instance():
     env.reset(seed=0)
     spelled = {**plain, "start": list(env.position), "goal": list(env.goal)}
     assert instance_hash("maze", fam.instance_key(spelled)) in held_out_hashes("maze")
+
+
+def test_a_terminal_template_task_is_accepted_in_bubblewrap():
+    env = TaskDesignEnv(family="terminal")
+    env.reset(seed=0)
+    config = {"template": "count_word", "word": "error", "lines": ["error one", "fine", "an error again", "ok"]}
+    _, reward, terminated, _, info = env.step(json.dumps(config))
+    assert terminated and info["outcome"] == "ok", info["gates"]
+    assert info["reward_components"]["p_expert_eps"] > info["reward_components"]["p_random"]
+    info = _step_once("terminal", {**config, "template": "grep_lines", "word": "absent"})
+    assert _failed(info)["name"] == "schema" and "contain 'absent'" in _failed(info)["detail"]
+
+
+def _step_once(name: str, config: dict) -> dict:
+    env = TaskDesignEnv(family=name)
+    env.reset(seed=0)
+    return env.step(json.dumps(config))[4]
+
+
+def test_bubblewrap_missing_is_infra_error_with_reward_zero(monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    env = TaskDesignEnv(family="terminal")
+    env.reset(seed=0)
+    config = {"template": "sort_unique", "lines": ["b", "a", "b"]}
+    _, reward, terminated, truncated, info = env.step(json.dumps(config))
+    assert (reward, terminated, truncated, info["outcome"]) == (0.0, False, True, "infra")
+    assert info["infra_error"] and info["reward_components"]["reward"] == 0.0 and info["won"] is False
