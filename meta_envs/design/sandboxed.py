@@ -156,7 +156,7 @@ class SandboxedModuleEnv:
             raise self._fault(e, "importing the module") from e
         except sandboxes.SandboxError as e:
             raise SandboxUnavailable(f"the sandbox failed before the module ran: {e}") from e
-        answer = self._call("_agentgym_new", difficulty)
+        answer = self._call("_agentgym_new", difficulty, timeout=self.deadline - time.monotonic())
         steps = answer.get("max_steps") if isinstance(answer, dict) else None
         if type(steps) is not int or not 1 <= steps <= contract.MAX_STEPS_LIMIT:
             raise GeneratedEnvFault(self.gate, f"expected Env.max_steps an int in 1..{contract.MAX_STEPS_LIMIT}, "
@@ -225,8 +225,8 @@ class SandboxedModuleEnv:
         self.close()
 
     # ----------------------------------------------------------------- plumbing
-    def _call(self, method: str, *args: Any) -> dict[str, Any]:
-        timeout, budget = self.limits.call_timeout_s, False
+    def _call(self, method: str, *args: Any, timeout: float | None = None) -> dict[str, Any]:
+        timeout, budget = (self.limits.call_timeout_s if timeout is None else timeout), False
         if self.deadline is not None:
             left = self.deadline - time.monotonic()
             if left <= 0:
@@ -239,6 +239,7 @@ class SandboxedModuleEnv:
         except RunnerError as e:
             if budget and e.kind == "timeout":
                 self._kill_everything()
+                self._runner = None
                 raise GeneratedEnvFault(self.gate, BUDGET_SPENT, kind="budget") from e
             raise self._fault(e, method.removeprefix("_agentgym_")) from e
         except sandboxes.SandboxError as e:  # the sandbox died under the module: only the module ran there
@@ -250,8 +251,9 @@ class SandboxedModuleEnv:
 
     def _fault(self, error: RunnerError, what: str) -> GeneratedEnvFault:
         kind = {"error": "raised"}.get(error.kind, error.kind)
-        if kind in ("timeout", "died", "protocol"):
+        if kind in ("timeout", "died", "protocol"):  # the process is gone: never restart it behind the caller's back
             self._kill_everything()
+            self._runner = None
         detail = str(error)
         if error.traceback:
             detail += "\n" + error.traceback[-1500:]

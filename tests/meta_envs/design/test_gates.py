@@ -219,3 +219,19 @@ def test_the_process_check_sees_a_live_sandbox(sandbox_namespaces):
     assert len(_processes_in(sandbox_namespaces)) >= 2  # the supervisor and the module's harness
     env.close()
     assert _processes_in(sandbox_namespaces) == []
+
+
+def test_the_gates_hold_on_docker_too(tmp_path: Path):
+    """The optional backend: the same verdicts (the good module passes; hash() and a hung step are caught)."""
+    import sandboxes
+
+    if "docker" in {b.strip() for b in os.environ.get("AGENTGYM_SKIP_BACKENDS", "").split(",")}:
+        pytest.skip("docker left out by AGENTGYM_SKIP_BACKENDS (tests/sandboxes/sandbox_backends.py's rule)")
+    assert sandboxes.unavailable_reason("docker") is None, sandboxes.unavailable_reason("docker")
+    assert validate_module(LAMPS, backend="docker").passed
+    assert validate_module(example_module("nondet_hash"), backend="docker").failed_gate == "determinism"
+    canary = tmp_path / "canary.txt"
+    canary.write_text("host secret\n")
+    source = example_module("hostile_write").replace("/tmp/agentgym-host-canary.txt", str(canary))
+    assert validate_module(source, backend="docker", lint=False).failed_gate == "instantiate"
+    assert canary.read_text() == "host secret\n"

@@ -143,3 +143,17 @@ def test_bwrap_broken_is_infrastructure(monkeypatch):
     monkeypatch.setattr(BwrapSandbox, "_argv", lambda self, fd: ["bwrap", "--no-such-option"])
     with pytest.raises(SandboxUnavailable, match="could not start"):
         SandboxedModuleEnv(LAMPS)
+
+
+def test_a_fixed_hash_seed_keeps_planted_modules_out_of_the_harness():
+    """PYTHONHASHSEED needs the runner without -I; -P -s must still keep files a module planted out of the
+    trusted harness's imports when the next process starts in the same sandbox."""
+    import sandboxes
+    from sandboxes.runner import PythonRunner
+
+    planter = ("def plant():\n    for d in ('/tmp/runner', '/work', '/home/agent'):\n"
+               "        open(d + '/json.py', 'w').write('raise SystemExit(\"planted\")')\n    return True\n")
+    with sandboxes.make("bwrap") as box:
+        assert PythonRunner(box, planter).call("plant") is True
+        runner = PythonRunner(box, "def add(a, b):\n    return a + b\n", hash_seed=7)
+        assert runner.call("add", 2, 3) == 5
