@@ -63,6 +63,15 @@ class MazeWithoutSnapshots(MazeEnv):
     set_state = None  # type: ignore[assignment]
 
 
+class MazeRefusingSnapshots(MazeEnv):
+    """A maze whose get_state() refuses with SnapshotError, as the contract allows (state outside Python)."""
+
+    def _get_state(self):
+        from agentgym_envs.core.errors import SnapshotError
+
+        raise SnapshotError("this maze's state lives elsewhere")
+
+
 def make_small_maze() -> gymnasium.Env:
     return gymnasium.make(MAZE)
 
@@ -211,6 +220,16 @@ def test_group_without_snapshots_resets_members_with_one_seed():
                 assert obs[0] == obs[1] and obs[2] == obs[3]  # identical members stay in lockstep
             runs.append(obs)
     assert runs[0] == runs[1]  # derived group seeds keep auto-resets reproducible
+
+
+@pytest.mark.parametrize("mode", ["thread", "process"])
+def test_group_whose_env_refuses_snapshots_falls_back_to_one_seed(mode):
+    fns = [functools.partial(MazeRefusingSnapshots, size=4)] * 4
+    with TextVectorEnv(fns, group_size=2, mode=mode) as venv:
+        for _ in range(2):  # the refusal is remembered: the second reset seeds the groups directly
+            obs, infos = venv.reset()
+            assert obs[0] == obs[1] and obs[2] == obs[3] and obs[0] != obs[2]
+            assert not any(info.get("infra_error") for info in infos)
 
 
 # ----------------------------------------------------------------------------- fault tolerance

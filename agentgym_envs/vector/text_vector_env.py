@@ -304,14 +304,21 @@ class TextVectorEnv:
                 for i in [leader] if snapshot else self._members(g):
                     requests[i] = ("reset_snapshot" if snapshot else "reset", (seed, opts))
             failed: dict[int, int] = {}
+            refused: list[int] = []
             for i, reply in self._roundtrip(requests).items():
                 if isinstance(reply, Failure):
                     errors[i].append(self._recover(i, "reset", reply))
                     failed[i // self.group_size] = i
+                elif requests[i][0] == "reset_snapshot" and reply[2] is None:
+                    refused.append(i // self.group_size)
                 else:
                     starts[i] = reply
+            for g in refused:  # get_state() raised SnapshotError: this group resets every member with one seed
+                for i in self._members(g):
+                    self._workers[i].snapshots = False
             seeds.update({g: derive_seed(self._base_seed, _RESTART_STREAM, i, self._restarts[i]) for g, i in failed.items()})
-            todo = {g: seeds[g] for g in failed}
+            seeds.update({g: self._group_seed(g, None) for g in refused})
+            todo = {g: seeds[g] for g in [*failed, *refused]}
             if not todo:
                 return starts
         raise VectorEnvError(f"envs {sorted(failed.values())} failed {MAX_RESET_ATTEMPTS} times in a row on reset: "

@@ -29,7 +29,7 @@ from typing import Any, Callable
 import cloudpickle  # a gymnasium dependency; lets env_fns be lambdas and closures
 import gymnasium
 
-from ..core.errors import UnknownEnvError
+from ..core.errors import SnapshotError, UnknownEnvError
 from ..core.snapshots import install_key, snapshot_key
 from ..registration import unknown_id_message
 
@@ -102,7 +102,10 @@ def _reset(env: gymnasium.Env, payload: tuple) -> tuple[str, dict]:
 def _reset_snapshot(env: gymnasium.Env, payload: tuple) -> tuple[str, dict, bytes]:
     """Reset and snapshot in one round trip: the first member of a group seeds the others."""
     observation, info = env.reset(seed=payload[0], options=payload[1])
-    return observation, info, env.unwrapped.get_state()
+    try:
+        return observation, info, env.unwrapped.get_state()
+    except SnapshotError:  # the contract lets an env refuse (state outside Python): the host seeds the group
+        return observation, info, None
 
 
 def _reset_to(env: gymnasium.Env, payload: tuple) -> None:
