@@ -74,6 +74,8 @@ class TextVectorEnv:
         mode: ``"process"`` survives segfaults and hangs and runs envs in parallel; ``"thread"`` is cheap.
         group_size: ``k > 1`` makes envs ``[g*k, (g+1)*k)`` group ``g``, whose members start every episode
             from one identical state (GRPO-style groups); a group restarts when all its members finished.
+            The first member's snapshot seeds the others; an env without ``get_state`` or whose
+            ``get_state`` raises ``SnapshotError`` instead has every member reset with one derived seed.
         autoreset: start the next episode in the same step as one ends (``False``: finished envs stay so).
         step_timeout: seconds one env may take for a step, reset or call before it is killed and rebuilt.
 
