@@ -362,7 +362,7 @@ def validate_module(
                 break
             report.gates.append(result)
             if not result.passed:
-                if result.detail.startswith("died:"):
+                if result.detail.startswith("sandbox:"):  # the module's or ours? a fresh sandbox tells
                     report.infra_error = _sandbox_works(backend, run.limits)
                 break
     finally:

@@ -97,8 +97,8 @@ class ModuleLimits:
 class GeneratedEnvFault(AgentGymError):
     """The generated module misbehaved: the designer's outcome, reported as a failed ``gate``.
 
-    ``kind`` is one of ``raised``, ``timeout``, ``died``, ``protocol``, ``type`` (a wrong answer) or
-    ``budget`` (the gate's time ran out).
+    ``kind`` is one of ``raised``, ``timeout``, ``died`` (its process exited), ``sandbox`` (the whole
+    sandbox died under it), ``protocol``, ``type`` (a wrong answer) or ``budget`` (the gate's time ran out).
     """
 
     def __init__(self, gate: str, detail: str, *, kind: str = "raised"):
@@ -244,7 +244,7 @@ class SandboxedModuleEnv:
             raise self._fault(e, method.removeprefix("_agentgym_")) from e
         except sandboxes.SandboxError as e:  # the sandbox died under the module: only the module ran there
             self._runner = None
-            raise GeneratedEnvFault(self.gate, f"the sandbox died while the module ran: {e}", kind="died") from e
+            raise GeneratedEnvFault(self.gate, f"the sandbox died while the module ran: {e}", kind="sandbox") from e
         if not isinstance(answer, dict):
             raise self._wrong("the adapter's answer", answer)
         return answer
