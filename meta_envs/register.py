@@ -28,3 +28,11 @@ register_env(
     description="An archived generated env (EnvDesign-v0's accepted modules, by sha or a sampling rule) played "
                 "inside its sandbox behind the text-env contract; default: a built-in archive of the good family.",
 )
+
+# S3 (issue 20): the prompt is the action; its reward is the paired held-out utility against the previous one.
+register_env(
+    "agentgym/Reflect-v0", "meta_envs.skills.reflect_env:ReflectEnv", family="skills", max_episode_steps=6,
+    description="Prompt as action (MetaGym/ICT), paired: each turn the reflector writes the whole system prompt or "
+                "SKILL.md a procedure-following actor follows; reward = U, the actor's mean return change over "
+                "the previous document on held-out probes (common random numbers), never the raw win rate.",
+)

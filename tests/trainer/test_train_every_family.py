@@ -37,10 +37,12 @@ FAMILY_IDS = {
     "agentgym/TextWorld-TreasureHunter-v0": "plain",    # textworld: generated games (the textworld package)
     "agentgym/Household-PickPlace-v0": "plain",         # household: ALFWorld-style
     "agentgym/TaskDesign-v0": "plain",                  # design: the designer writes a JSON task config
+    "agentgym/Reflect-v0": "plain",                     # skills: the reflector writes the actor's whole prompt
 }
 #: Per-id overrides: Tutoring's first prompt (its tool list) and TaskDesign's brief are over the default budget.
 EXTRA = {"agentgym/Tutoring-v0": ["rollout.max_context_tokens=4096"],
-         "agentgym/TaskDesign-v0": ["rollout.max_context_tokens=4096"]}  # its brief holds a JSON schema
+         "agentgym/TaskDesign-v0": ["rollout.max_context_tokens=4096"],  # its brief holds a JSON schema
+         "agentgym/Reflect-v0": ["rollout.max_context_tokens=8192"]}  # its brief shows four trajectories
 SINGLE_AGENT = [e.id for e in catalogue() if not e.multi_agent]
 MULTI_AGENT = [e.id for e in catalogue() if e.multi_agent]
 ONE_STEP = ["steps=1", "rollout.tasks_per_step=1", "rollout.group_size=2", "env.max_turns=2", "rollout.max_new_tokens=8",
