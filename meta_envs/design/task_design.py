@@ -50,7 +50,6 @@ from __future__ import annotations
 import json
 import re
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Sequence
 
@@ -61,6 +60,7 @@ from agentgym_envs.seeding import derive_rng, derive_seed
 from .families import DEFAULT_FAMILIES, FAMILY_NAMES, ConfigError, family, held_out_hashes, instance_hash
 from .families.play import NoisyExpert, expert_solves, success
 from .families.schema import validate
+from .gates import GateResult as Gate
 from .novelty import ramp
 from .reward import MIN_PLAYS, PlayStats, designer_reward
 
@@ -74,19 +74,6 @@ SYSTEM_PROMPT = ("You design tasks for a solver. Reply with exactly one JSON obj
 
 class TaskDesignError(ValueError):
     """A TaskDesign-v0 kwarg out of range (expected X, got Y)."""
-
-
-@dataclass(frozen=True)
-class Gate:
-    """One gate's verdict; ``seconds`` stays out of ``info`` (wall time is not deterministic)."""
-
-    name: str
-    passed: bool
-    detail: str = ""
-    seconds: float = 0.0
-
-    def to_info(self) -> dict[str, Any]:
-        return {"name": self.name, "passed": self.passed, "detail": self.detail}
 
 
 class _Failed(Exception):
@@ -169,7 +156,7 @@ class TaskDesignEnv(TextEnv):
         gates, config = run.gates, run.config
         reward, components = designer_reward(outcome, stats, dup)
         digest = self._digest(config) if any(g.name == "schema" and g.passed for g in gates) else None
-        info = {"gates": [g.to_info() for g in gates], "outcome": outcome, "reward_components": components,
+        info = {"gates": [_gate_info(g) for g in gates], "outcome": outcome, "reward_components": components,
                 "config": config, "instance_hash": digest, "sha256": digest, **self._progress()}
         if outcome == "infra":
             info["infra_error"] = gates[-1].detail
@@ -347,6 +334,11 @@ def _check(fam, config: dict, seed: int) -> tuple[bool, str]:
     if not report.passed:
         raise ConfigError("check_env failed: " + "; ".join(f"{r.name}: {r.detail[:160]}" for r in report.failures))
     return True, f"check_env passed ({len(report.results)} checks)"
+
+
+def _gate_info(gate: Gate) -> dict[str, Any]:
+    """A verdict for ``info``: its wall time left out (not deterministic; see ``last_timings``)."""
+    return {"name": gate.name, "passed": gate.passed, "detail": gate.detail}
 
 
 def _leaves(value: Any, path: str = "") -> set[str]:

@@ -34,7 +34,7 @@ class NoisyExpert:
     legal one. Longer and more branching tasks make it fail more often, so its success moves with a
     config's difficulty (that is all it is for: tests and offline runs; pass a real ``solver=``)."""
 
-    epsilon: float = 0.5
+    epsilon: float = 0.7
 
     def bind(self, env: TextEnv, rng: np.random.Generator) -> Policy:
         return _eps_expert(env, rng, self.epsilon)

@@ -207,3 +207,47 @@ def test_bubblewrap_missing_is_infra_error_with_reward_zero(monkeypatch):
     _, reward, terminated, truncated, info = env.step(json.dumps(config))
     assert (reward, terminated, truncated, info["outcome"]) == (0.0, False, True, "infra")
     assert info["infra_error"] and info["reward_components"]["reward"] == 0.0 and info["won"] is False
+
+
+def _search_copy() -> dict:
+    """The config that restates a held-out (test-split) bridge question of the search world."""
+    from agentgym_envs.search.dataset import QUESTIONS_PER_HOP, load_dataset
+    from agentgym_envs.search.questions import generate_questions
+
+    rendered = load_dataset(world_seed=0, world_size="small").rendered
+    question = next(q for q in generate_questions(rendered, 3, QUESTIONS_PER_HOP["small"])[:20] if q.shape == "bridge")
+    entities = rendered.world.entities
+    return {"anchor": entities[question.anchors[0]].name, "relations": [h.fact for h in question.plan[:-1]],
+            "final": question.plan[-1].fact}
+
+
+def _webshop_copy() -> dict:
+    from meta_envs.design.families.webshop import _catalogue
+    from agentgym_envs.web.tasks import load_goals
+
+    goals = load_goals(_catalogue())
+    goal = goals.goals[goals.split("eval")[7]]
+    return {"query": goal.query, "attributes": list(reversed(goal.attributes)), "options": dict(goal.options),
+            "price_upper": goal.price_upper}
+
+
+def _game_copy(name: str) -> dict:
+    from agentgym_envs.games.countdown.env import CountdownEnv
+    from agentgym_envs.games.sudoku.env import SudokuEnv
+
+    if name == "countdown":
+        env = CountdownEnv(difficulty="hard")
+        env.reset(seed=10_011)
+        return {"numbers": list(reversed(env.numbers)), "target": env.target}
+    env = SudokuEnv(size=4, difficulty="easy")
+    env.reset(seed=10_019)
+    return {"size": 4, "grid": "".join(str(v) if v else "." for v in env.givens)}
+
+
+@pytest.mark.parametrize("name,make", [("search", _search_copy), ("webshop", _webshop_copy),
+                                       ("countdown", lambda: _game_copy("countdown")),
+                                       ("sudoku", lambda: _game_copy("sudoku"))])
+def test_a_restated_held_out_instance_of_every_family_is_a_copy(name, make):
+    info = _step_once(name, make())
+    assert [g["name"] for g in info["gates"]][-1] == "held_out" and info["outcome"] == "gate", info["gates"]
+    assert "copy of the held-out instance" in _failed(info)["detail"]
