@@ -36,7 +36,7 @@ import random
 import re
 import statistics
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
 from agentgym_envs.fuzz import hostile_actions
@@ -218,7 +218,9 @@ def _gate_determinism(run: _Run) -> str:
     if replay.trace != first[run.seeds[0]].trace:
         raise GateFailed(f"seed {run.seeds[0]} played twice in one process gave different trajectories; "
                          "derive every random choice from reset(seed), keep no state across episodes")
-    with SandboxedModuleEnv(run.source, difficulty=run.difficulty, backend=run.backend, limits=run.limits,
+    left = max(0.1, run.env.deadline - time.monotonic())  # the second import counts against this gate's budget
+    limits = replace(run.limits, import_timeout_s=min(run.limits.import_timeout_s, left))
+    with SandboxedModuleEnv(run.source, difficulty=run.difficulty, backend=run.backend, limits=limits,
                             env={"PYTHONHASHSEED": str(HASH_SEEDS[1])}, gate="determinism") as other:
         other.deadline = run.env.deadline
         second = run.play_all("eps_expert", env=other)

@@ -235,3 +235,19 @@ def test_the_gates_hold_on_docker_too(tmp_path: Path):
     source = example_module("hostile_write").replace("/tmp/agentgym-host-canary.txt", str(canary))
     assert validate_module(source, backend="docker", lint=False).failed_gate == "instantiate"
     assert canary.read_text() == "host secret\n"
+
+
+def test_a_module_that_hangs_on_import_fails_instantiate_at_its_timeout():
+    report = validate_module("import time\ntime.sleep(60)\n" + LAMPS, lint=False,
+                             limits=ModuleLimits(import_timeout_s=1.0))
+    assert report.failed_gate == "instantiate" and report.gates[-1].detail.startswith("timeout:")
+    assert report.gates[-1].seconds < 4.0 and report.infra_error is None
+
+
+def test_the_second_process_of_the_determinism_gate_shares_its_budget():
+    """A module slow to import (0.9 s, within the 1.5 s import limit) cannot stretch the determinism gate
+    past its budget (0.9 s) by costing a second import."""
+    source = "import time\ntime.sleep(0.9)\n" + LAMPS
+    report = validate_module(source, lint=False, limits=ModuleLimits(import_timeout_s=1.5, gate_budget_s=0.9))
+    assert report.failed_gate == "determinism", report.to_info()["gates"]
+    assert report.gates[-1].seconds < 2.5
