@@ -18,7 +18,9 @@ rejected ones are remembered there by their failed gate, and both show up in lat
 
 ``info`` after the step: ``outcome`` (ok, unparseable, gate, infra), ``gates`` (name, passed, detail;
 timings are left out so the same seed and module give the same info), ``reward_components``,
-``sha256`` of the module (None when nothing was extracted), ``accepted``. Our own sandbox failing
+``sha256`` of the module (as extracted from the stripped reply), ``accepted``. Novelty compares against
+the archive as it was at ``reset`` (:class:`ArchiveHorizon`), so snapshots (which leave out the archive,
+the solver and the temp folder) replay exactly. Our own sandbox failing
 (``SandboxUnavailable``) sets ``info["infra_error"]``, reward 0, and truncates the episode; the designer
 is not blamed. ``won`` is a design paid at least :data:`WIN_REWARD`.
 """
@@ -75,7 +77,7 @@ def module_difficulty(source: str) -> float:
     Read from the syntax tree (``ast.literal_eval`` of one literal; nothing runs); 0.5 when absent or
     not a plain number, and for source that does not parse (the ``parse`` gate reports that).
 
-    >>> module_difficulty("DIFFICULTY = 0.25\nclass Env: ...")
+    >>> module_difficulty("DIFFICULTY = 0.25\\nclass Env: ...")
     0.25
     >>> module_difficulty("DIFFICULTY = __import__('os')"), module_difficulty("x = (")
     (0.5, 0.5)
@@ -126,6 +128,7 @@ class EnvDesignEnv(TextEnv):
     reward_bounds: ClassVar[tuple[float, float]] = (-1.0, 1.0)
     invalid_action_penalty: ClassVar[float] = -1.0
     max_action_chars: ClassVar[int] = 2 * MAX_SOURCE_BYTES
+    snapshot_exclude: ClassVar[tuple[str, ...]] = ("solver", "archive", "_temp")
 
     def __init__(self, solver: Any = None, archive: str | None = None, k: int = 8, backend: str = "bwrap",
                  limits: Any = None, play_seeds: tuple[int, ...] | None = None, render_mode: str | None = None):
@@ -139,7 +142,7 @@ class EnvDesignEnv(TextEnv):
         self._temp = None if archive is not None else tempfile.TemporaryDirectory(prefix="envdesign-")
         self.archive = EnvArchive(archive if archive is not None else self._temp.name)
         self.last_result: dict | None = None
-        self._target, self._seeds, self._round = 0.5, (), 0
+        self._target, self._seeds, self._round, self._horizon = 0.5, (), 0, 0
 
     # ----------------------------------------------------------------- episode
     def _reset(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -147,6 +150,7 @@ class EnvDesignEnv(TextEnv):
         self._target = DIFFICULTY_TARGETS[int(rng.integers(len(DIFFICULTY_TARGETS)))]
         drawn = tuple(int(s) for s in rng.integers(0, 2**31 - 1, size=self.k))
         self._seeds = self.play_seeds or drawn
+        self._horizon = len(self.archive.entries())
         brief = self.brief()
         return brief, {"instruction": "Design one environment as a Python module (the contract is below)."}
 
@@ -190,8 +194,9 @@ class EnvDesignEnv(TextEnv):
             failed = report.failed_gate
             name = failed if isinstance(failed, str) else getattr(failed, "name", "gate")
             return self._verdict(source, "unparseable" if name == "parse" else "gate", gates)
-        near = duplicate_share(source, report.stats.get("fingerprint"), self.archive)
-        novelty = novelty_gate(self.archive)(source, report.stats)
+        seen = ArchiveHorizon(self.archive, self._horizon)
+        near = duplicate_share(source, report.stats.get("fingerprint"), seen)
+        novelty = novelty_gate(seen)(source, report.stats)
         gates = [g for g in gates if g.get("name") != "novelty"]
         gates.append({"name": "novelty", "passed": novelty.passed, "detail": novelty.detail})
         if not novelty.passed:
@@ -279,7 +284,16 @@ class EnvDesignEnv(TextEnv):
             self._temp = None
         super().close()
 
-    def _get_state(self) -> Any:
-        from agentgym_envs.core.errors import SnapshotError
 
-        raise SnapshotError("EnvDesign-v0's state includes its archive folder and solver; it is not snapshotted")
+
+class ArchiveHorizon:
+    """The archive as it was when an episode began: entries added later are invisible to its novelty.
+
+    This keeps an episode a function of its snapshot (the archive itself lives on disk, outside it).
+    """
+
+    def __init__(self, archive: EnvArchive, horizon: int):
+        self.archive, self.horizon = archive, horizon
+
+    def entries(self) -> list:
+        return [e for e in self.archive.entries() if int(e.record.get("index", 0)) < self.horizon]

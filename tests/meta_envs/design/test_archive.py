@@ -131,3 +131,18 @@ def test_behaviour_similarity_and_ramp():
     assert behaviour_similarity([1, 2, 3, 4], [1, 2, 0, 0]) == 0.5
     assert behaviour_similarity([], [1]) == 0.0
     assert ramp(0.5) == 0.0 and ramp(0.9) == 1.0 and ramp(0.6) == pytest.approx(0.25)
+
+
+def test_novelty_gate_fails_only_an_exact_behavioural_duplicate(tmp_path):
+    from meta_envs.design.gates import GateResult
+    from meta_envs.design.novelty import novelty_gate
+
+    archive = EnvArchive(tmp_path)
+    sha = archive.add(SOURCE, record(0.5, {"0": "a", "1": "b"}))
+    gate = novelty_gate(archive)
+    same = gate(OTHER, {"fingerprint": {"1": "b", "0": "a"}})
+    assert isinstance(same, GateResult) and same.name == "novelty" and not same.passed
+    assert sha in same.detail
+    near = gate(RENAMED, {"fingerprint": {"0": "a", "1": "c"}})
+    assert near.passed and "dup 1.00" in near.detail
+    assert gate(OTHER, {}).passed

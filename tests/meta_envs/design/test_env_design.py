@@ -61,6 +61,25 @@ def test_each_source_of_non_determinism_gets_minus_half(name):
     assert info["gates"][-1]["name"] in ("determinism", "seed_sensitivity", "imports"), info["gates"][-1]
 
 
+@pytest.mark.parametrize("name", [n for n in designers.BAD_MODULES if n.startswith("hostile")])
+def test_every_hostile_module_gets_minus_half_never_infra(name):
+    """D1's tests time each gate and check the host canary; here: the designer is paid -0.5, not blamed on us."""
+    reward, info = design(designers.DESIGNERS[name](""))
+    assert reward == -0.5 and info["outcome"] == "gate" and info["infra_error"] is None, info["gates"][-1]
+
+
+def test_snapshots_replay_a_design_exactly():
+    env = EnvDesignEnv(play_seeds=SEEDS)
+    env.reset(seed=2)
+    snapshot = env.get_state()
+    first = env.step(good_module(0.4))
+    env.set_state(snapshot)  # the archive now holds the module, but the episode sees it as at reset
+    again = env.step(good_module(0.4))
+    env.close()
+    assert json.dumps(first, sort_keys=True) == json.dumps(again, sort_keys=True)
+    assert first[4]["reward_components"]["dup"] == 0.0
+
+
 def test_the_good_family_pays_at_half_and_nothing_at_zero_or_one():
     reward, info = design(good_module(0.4))
     c = info["reward_components"]
