@@ -34,9 +34,10 @@ time enters ``info`` (gate timings are in ``env.unwrapped.last_timings``), so th
 actions give the same rewards and infos.
 
 Kwargs: ``family`` / ``families`` (default all but ``terminal``, see
-:data:`~meta_envs.design.families.DEFAULT_FAMILIES`), ``solver`` (a callable ``(observation,
-legal_actions) -> action`` or an object with ``bind(env, rng)``; default
-:class:`~meta_envs.design.families.play.NoisyExpert`), ``k`` plays (≥ 8), ``archive`` (a directory:
+:data:`~meta_envs.design.families.DEFAULT_FAMILIES`), ``solver`` (what EnvDesign-v0 takes, see
+:func:`meta_envs.design.solving.as_solver`: a callable ``(observation, legal_actions) -> action``, an
+agentgym ``Policy``, ``"clue"``, ``"noisy-expert"``, ``"random"``, ``"expert"``; default
+:class:`~meta_envs.design.families.play.NoisyExpert`, ε = 0.7), ``k`` plays (≥ 8), ``archive`` (a directory:
 accepted and rejected configs are appended to ``task_design.jsonl`` there and read back on
 construction; the brief's exemplars and success figures and ``dup`` read it as it grows). Without
 ``archive`` the env keeps no memory between episodes: every episode sees an empty archive, so the env
@@ -63,6 +64,7 @@ from .families.schema import validate
 from .gates import GateResult as Gate
 from .novelty import ramp
 from .reward import MIN_PLAYS, PlayStats, designer_reward
+from .solving import as_solver
 
 MAX_REPAIRS = 2
 ARCHIVE_FILE = "task_design.jsonl"
@@ -128,7 +130,7 @@ class TaskDesignEnv(TextEnv):
         if not isinstance(k, int) or k < MIN_PLAYS:
             raise TaskDesignError(f"expected k >= {MIN_PLAYS} solver plays, got {k!r}")
         self.families, self.k = chosen, k
-        self.solver = NoisyExpert() if solver is None else solver
+        self.solver = NoisyExpert() if solver is None else as_solver(solver)
         self.archive_path = None if archive is None else Path(archive) / ARCHIVE_FILE
         self.entries: list[dict[str, Any]] = _load(self.archive_path)
         self.last_timings: dict[str, float] = {}

@@ -1,9 +1,10 @@
 """Playing a built task: the solver (with and without a hint), the ε-expert and the random baseline.
 
-A *policy* here is what TaskDesign-v0's ``solver=`` takes: a callable ``(observation, legal_actions) ->
-action`` (``legal_actions`` is ``info["valid_actions"]``, empty where the env cannot list them), or an
-object with ``bind(env, rng) -> callable`` for policies that need the env (the built-in
-:class:`NoisyExpert`). Every play gets its own reset seed and RNG from :func:`derive_seed`, so the same
+A *solver* is what TaskDesign-v0's ``solver=`` takes, the same kinds as EnvDesign-v0's
+(:func:`meta_envs.design.solving.as_solver`): a callable ``(observation, legal_actions) -> action``
+(``legal_actions`` is ``info["valid_actions"]``, empty where the env cannot list them), an agentgym
+``Policy``, or a named scripted solver; one with ``bind(env, seed)`` is bound before each play (the
+built-in :class:`NoisyExpert` reads the env's expert that way). Every play gets its own reset seed and RNG from :func:`derive_seed`, so the same
 base seed gives the same plays.
 
 The hint (for the hint regret ``R_hint``): the family's expert's first action, appended to the first
@@ -13,7 +14,6 @@ cannot (the noisy expert) gains nothing, and ``R_hint`` is then 0.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -28,16 +28,26 @@ EXPERT_EPSILON = 0.25
 _ROLES = {"solver": 1, "hint": 2, "expert_eps": 3, "random": 4, "expert": 5}
 
 
-@dataclass(frozen=True)
 class NoisyExpert:
     """A stand-in solver that needs no model: the expert's action, or with probability ``epsilon`` a random
-    legal one. Longer and more branching tasks make it fail more often, so its success moves with a
-    config's difficulty (that is all it is for: tests and offline runs; pass a real ``solver=``)."""
+    legal one (:func:`~agentgym_envs.policies.random_action`, so free-text envs get a random well-formed
+    move). Longer and more branching tasks make it fail more often, so its success moves with a config's
+    difficulty (that is all it is for: tests and offline runs; pass a real ``solver=``)."""
 
-    epsilon: float = 0.7
+    def __init__(self, epsilon: float = 0.7):
+        if not 0.0 <= epsilon <= 1.0:
+            raise ValueError(f"epsilon: expected a probability in [0, 1], got {epsilon!r}")
+        self.epsilon = epsilon
+        self._policy: Policy | None = None
 
-    def bind(self, env: TextEnv, rng: np.random.Generator) -> Policy:
-        return _eps_expert(env, rng, self.epsilon)
+    def bind(self, env: TextEnv, seed: int) -> None:
+        """Called before each play (the solver protocol of :mod:`meta_envs.design.solving`)."""
+        self._policy = _eps_expert(env, np.random.default_rng(seed), self.epsilon)
+
+    def __call__(self, observation: str, legal: list[str]) -> str:
+        if self._policy is None:
+            raise RuntimeError("NoisyExpert plays an env: call bind(env, seed) before asking for an action")
+        return self._policy(observation, legal)
 
 
 def _eps_expert(env: TextEnv, rng: np.random.Generator, epsilon: float) -> Policy:
@@ -80,10 +90,13 @@ def hint_of(env: TextEnv, seed: int) -> str:
     return f"Hint: a good first action is: {env.unwrapped.expert_action()}"
 
 
-def bound(policy: Any, env: TextEnv, rng: np.random.Generator) -> Policy:
-    """``policy`` as a plain ``(observation, legal_actions) -> action`` callable for this env and RNG."""
-    binder = getattr(policy, "bind", None)
-    return binder(env, rng) if callable(binder) else policy
+def bound(solver: Any, env: TextEnv, seed: int) -> Policy:
+    """``solver`` ready for one play: its ``bind(env, seed)`` called when it has one (scripted solvers read
+    the env's expert; learning ones reseed), then used as ``(observation, legal_actions) -> action``."""
+    binder = getattr(solver, "bind", None)
+    if callable(binder):
+        binder(env, seed)
+    return solver
 
 
 def success(env: TextEnv, role: str, seed: int, k: int, max_steps: int, solver: Any = None) -> float:
@@ -95,9 +108,10 @@ def success(env: TextEnv, role: str, seed: int, k: int, max_steps: int, solver: 
         play_seed = derive_seed(seed, i)
         # The hinted plays reuse the solver's seeds and RNG streams (common random numbers): a solver that
         # ignores the hint plays exactly the same games, so its R_hint is exactly 0, not sampling noise.
-        rng = np.random.default_rng(derive_seed(seed, i, _ROLES["solver" if role == "hint" else role]))
+        role_seed = derive_seed(seed, i, _ROLES["solver" if role == "hint" else role])
+        rng = np.random.default_rng(role_seed)
         if role in ("solver", "hint"):
-            policy = bound(solver, env, rng)
+            policy = bound(solver, env, role_seed)
         elif role == "expert_eps":
             policy = _eps_expert(env, rng, EXPERT_EPSILON)
         else:

@@ -251,3 +251,29 @@ def test_a_restated_held_out_instance_of_every_family_is_a_copy(name, make):
     info = _step_once(name, make())
     assert [g["name"] for g in info["gates"]][-1] == "held_out" and info["outcome"] == "gate", info["gates"]
     assert "copy of the held-out instance" in _failed(info)["detail"]
+
+
+def test_the_self_play_loop_runs_on_task_design_and_cuts_an_in_group_copy(tmp_path):
+    from meta_envs.design.selfplay import SelfPlayConfig, run_selfplay
+
+    class ScriptedDesigner:
+        def design(self, messages, env, seed):
+            return env.unwrapped.expert_action()
+
+    config = SelfPlayConfig(env_id="agentgym/TaskDesign-v0", archive=str(tmp_path), rounds=1, group_size=2,
+                            env_kwargs={"family": "countdown"})
+    (report,) = run_selfplay(config, ScriptedDesigner())
+    first, copy = report.samples
+    assert first.outcome == copy.outcome == "ok" and first.sha256 == copy.sha256
+    assert (first.components["dup"], copy.components["dup"], copy.reward) == (0.0, 1.0, 0.0)
+    assert len((tmp_path / "task_design.jsonl").read_text().splitlines()) == 2
+
+
+def test_named_solvers_of_env_design_work_here_too():
+    env = TaskDesignEnv(family="maze", solver="random")
+    env.reset(seed=2)
+    _, _, _, _, info = env.step(json.dumps({"size": 8, "seed": 5}))
+    random_p = info["reward_components"]["p_hat"]
+    expert = TaskDesignEnv(family="maze", solver="expert")
+    expert.reset(seed=2)
+    assert expert.step(json.dumps({"size": 8, "seed": 5}))[4]["reward_components"]["p_hat"] == 1.0 > random_p
