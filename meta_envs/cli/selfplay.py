@@ -40,6 +40,10 @@ def run(args: argparse.Namespace) -> int:
     from ..design.selfplay import SelfPlayConfig, SelfPlayError, format_round, run_selfplay
     from .roles import designer_from_spec, solver_from_spec
 
+    if any(spec.split(":")[0] in ("hf", "vllm", "checkpoint") for spec in (args.designer, args.solver)):
+        from trainer.cli import quiet_transformers
+
+        quiet_transformers()  # no progress bars; never reach the Hub
     try:
         env_kwargs = json.loads(args.env_kwargs)
         if not isinstance(env_kwargs, dict):

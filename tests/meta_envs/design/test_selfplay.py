@@ -51,12 +51,14 @@ def test_config_refuses_what_cannot_be_scored(field, value, match, tmp_path):
 
 
 def test_the_command_reports_bad_roles_and_kwargs(tmp_path, capsys):
+    assert main(["selfplay", "--archive", str(tmp_path), "--designer", "scripted:nope"]) == 2
+    assert "unknown scripted designer 'nope'; expected one of" in capsys.readouterr().out
     assert main(["selfplay", "--archive", str(tmp_path), "--solver", "gpt-4"]) == 2
     assert "unknown policy spec 'gpt-4'" in capsys.readouterr().out
     assert main(["selfplay", "--archive", str(tmp_path), "--env-kwargs", "[1]"]) == 2
     assert "expected a JSON object" in capsys.readouterr().out
     assert main(["selfplay", "--archive", str(tmp_path), "--env", "agentgym/EnvDesing-v0"]) == 2
-    assert "No env registered as 'agentgym/EnvDesing-v0'" in capsys.readouterr().out
+    assert "Did you mean agentgym/EnvDesign-v0" in capsys.readouterr().out
 
 
 
@@ -154,6 +156,34 @@ ONE_STEP = ["steps=1", "rollout.tasks_per_step=1", "rollout.group_size=2", "roll
             "algorithm.filter_zero_variance=false", "loss.entropy_coef=0.01"]
 
 
+@pytest.fixture(scope="module")
+def tiny_cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("tiny-cache")
+
+
+def test_a_model_designer_samples_each_answer_of_a_group_with_its_own_seed(tmp_path, tiny_cache):
+    import torch
+
+    from agentgym_envs.policies import SamplingConfig
+    from meta_envs.cli.roles import PolicyDesigner
+    from trainer.backends.hf import HFPolicy
+    from trainer.config import load_config
+    from trainer.tiny import build_tiny
+
+    torch.set_num_threads(1)
+    model, tokenizer = build_tiny(load_config(None, [*TINY, f"policy.cache_dir={tiny_cache}"]).policy.tiny,
+                                  str(tiny_cache))
+    designer = PolicyDesigner(HFPolicy(model, tokenizer), SamplingConfig(max_new_tokens=16, seed=0))
+    runs = [run_selfplay(SelfPlayConfig(archive=str(tmp_path / name), rounds=1, group_size=3), designer)[0]
+            for name in ("a", "b")]
+    for report in runs:
+        assert [s.outcome for s in report.samples] == ["unparseable"] * 3  # 16 tiny tokens are no module
+        assert [s.reward for s in report.samples] == [-1.0] * 3 and report.archive_size == 0
+    shas = [[s.sha256 for s in report.samples] for report in runs]
+    assert len(set(shas[0])) == 3, shas  # three different answers to the one brief
+    assert shas[0] == shas[1]  # and the same three again from the same seeds
+
+
 def train_one_step(overrides: list[str], out_dir, cache) -> dict:
     """``agentgym train - … steps=1`` in-process; the one step's logged record."""
     assert main(["train", "-", *TINY, f"policy.cache_dir={cache}", *ONE_STEP, *overrides, f"out_dir={out_dir}"]) == 0
@@ -165,13 +195,13 @@ def train_one_step(overrides: list[str], out_dir, cache) -> dict:
     return record
 
 
-def test_agentgym_train_trains_the_designer_on_env_design(tmp_path):
+def test_agentgym_train_trains_the_designer_on_env_design(tmp_path, tiny_cache):
     record = train_one_step(["env.env_id=agentgym/EnvDesign-v0", "env.max_turns=1",
-                             "rollout.max_context_tokens=8192"], tmp_path / "designer", tmp_path / "cache")
+                             "rollout.max_context_tokens=8192"], tmp_path / "designer", tiny_cache)
     assert record["reward"] == -1.0, record  # eight tiny tokens are no module: unparseable, -1
 
 
-def test_agentgym_train_trains_the_solver_on_the_archive_selfplay_grew(tmp_path, monkeypatch):
+def test_agentgym_train_trains_the_solver_on_the_archive_selfplay_grew(tmp_path, monkeypatch, tiny_cache):
     import agentgym_envs
     from meta_envs.design.designers import DESIGNERS
 
@@ -185,6 +215,6 @@ def test_agentgym_train_trains_the_solver_on_the_archive_selfplay_grew(tmp_path,
     kwargs = f"{{archive: {archive}, rule: newest}}"
     record = train_one_step(["env.env_id=agentgym/Generated-v0", "env.max_turns=2", "rollout.max_context_tokens=2048",
                              f"env.train_kwargs={kwargs}", f"env.eval_kwargs={kwargs}"],
-                            tmp_path / "solver", tmp_path / "cache")
+                            tmp_path / "solver", tiny_cache)
     assert -1.0 <= record["reward"] <= 1.0, record
     assert ("agentgym/Generated-v0", str(archive)) in {(i, str(kw.get("archive"))) for i, kw in made}, made
