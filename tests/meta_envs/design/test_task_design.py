@@ -277,3 +277,33 @@ def test_named_solvers_of_env_design_work_here_too():
     expert = TaskDesignEnv(family="maze", solver="expert")
     expert.reset(seed=2)
     assert expert.step(json.dumps({"size": 8, "seed": 5}))[4]["reward_components"]["p_hat"] == 1.0 > random_p
+
+
+@pytest.mark.parametrize("reply,outcome", [
+    ("[" * 5000 + "]" * 5000, "unparseable"),               # nesting past the decoder's recursion limit
+    ('{"size": 1' + "0" * 5000 + ', "seed": 1}', "unparseable"),  # an integer past Python's digit limit
+    ('{"size": 5, "seed": NaN}', "schema"), ('{"size": 5, "seed": 1e400}', "schema"),
+    ('{"size": true, "seed": 1}', "schema"), ('{"size": 5, "seed": 1, "start": [0, 0], "goal": [0, 0]}', "schema"),
+])
+def test_hostile_configs_are_the_designers_outcome_never_an_exception(reply, outcome):
+    env = TaskDesignEnv(family="maze")
+    env.reset(seed=0)
+    _, reward, _, _, info = env.step(reply)
+    assert info["outcome"] == outcome and info["infra_error"] is None and reward == 0.0
+
+
+def test_a_crash_in_a_familys_builder_is_a_failed_gate_not_infra(monkeypatch):
+    import meta_envs.design.families.maze as maze
+
+    def broken(config):
+        raise TypeError("unexpected")
+
+    monkeypatch.setattr(maze, "FAMILY", maze.FAMILY.__class__(**{**maze.FAMILY.__dict__, "build": broken}))
+    from meta_envs.design import families
+
+    families.family.cache_clear()
+    try:
+        info = _step_once("maze", {"size": 4, "seed": 1})
+    finally:
+        families.family.cache_clear()
+    assert info["outcome"] == "schema" and info["infra_error"] is None and "TypeError" in _failed(info)["detail"]
