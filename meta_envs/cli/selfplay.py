@@ -1,6 +1,7 @@
 """``agentgym selfplay``: rounds of design → validate → solve → archive (:mod:`meta_envs.design.selfplay`).
 
-    agentgym selfplay --designer scripted:hill-climber --solver clue --rounds 3 --group-size 4 --archive runs/sp
+    agentgym selfplay --designer scripted:hill-climber --group-size 1 --rounds 8 --archive runs/sp
+    agentgym selfplay --designer hf:<dir> --group-size 4 --rounds 3 --archive runs/sp   # a model designer
 
 prints one line per round and writes ``<archive>/selfplay_report.json`` (or ``--report``): every sample's
 reward, outcome, failed gate, reward components and designer advantage; per round the archive's size, the
@@ -18,8 +19,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--designer", default="expert",
                         help="scripted:<name>, expert (the design env's scripted designer), hf:tiny, hf:<dir>, "
                              "vllm:<dir>, openai:<base_url>#<model>, checkpoint:<dir>")
-    parser.add_argument("--solver", default="clue",
-                        help="clue, noisy-expert, random, expert, or a model SPEC (hf:, vllm:, openai:, checkpoint:)")
+    parser.add_argument("--solver", default=None,
+                        help="clue, noisy-expert, random, expert, or a model SPEC (hf:, vllm:, openai:, checkpoint:); "
+                             "default: the design env's own (EnvDesign-v0: clue; TaskDesign-v0: a noisy expert)")
     parser.add_argument("--env", default="agentgym/EnvDesign-v0", help="the design env id")
     parser.add_argument("--archive", required=True, help="archive directory (continued if it exists)")
     parser.add_argument("--rounds", type=int, default=3)
@@ -40,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     from ..design.selfplay import SelfPlayConfig, SelfPlayError, format_round, run_selfplay
     from .roles import designer_from_spec, solver_from_spec
 
-    if any(spec.split(":")[0] in ("hf", "vllm", "checkpoint") for spec in (args.designer, args.solver)):
+    if any(spec.split(":")[0] in ("hf", "vllm", "checkpoint") for spec in (args.designer, args.solver or "")):
         from trainer.cli import quiet_transformers
 
         quiet_transformers()  # no progress bars; never reach the Hub
@@ -52,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
                                 seed=args.seed, env_id=args.env, backend=args.backend, env_kwargs=env_kwargs)
         sampling = SamplingConfig(temperature=args.temperature, max_new_tokens=args.max_new_tokens, seed=args.seed)
         designer = designer_from_spec(args.designer, sampling)
-        solver = solver_from_spec(args.solver)
+        solver = None if args.solver is None else solver_from_spec(args.solver)
     except (SelfPlayError, LeaderboardError, ValueError) as e:
         print(f"agentgym selfplay: {e}")
         return 2

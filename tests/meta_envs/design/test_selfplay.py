@@ -135,6 +135,15 @@ def test_a_model_spec_designer_answers_through_the_policy_contract(tmp_path, cap
     assert first["advantage"] > 0 > second["advantage"]
 
 
+def test_the_loop_drives_task_design_too(tmp_path, capsys):
+    assert main(["selfplay", "--env", "agentgym/TaskDesign-v0", "--designer", "expert", "--group-size", "1",
+                 "--rounds", "2", "--archive", str(tmp_path)]) == 0
+    rounds = json.loads((tmp_path / "selfplay_report.json").read_text())["rounds"]
+    assert [r["samples"][0]["outcome"] for r in rounds] == ["ok", "ok"] and all(r["accepted"] == 1 for r in rounds)
+    assert all(len(r["samples"][0]["sha256"]) == 64 and "p_hat" in r["samples"][0]["components"] for r in rounds)
+    assert (tmp_path / "task_design.jsonl").exists()  # TaskDesign-v0 keeps its archive in the run's folder
+
+
 def test_our_sandbox_missing_is_infra_and_left_out_of_the_group(tmp_path, monkeypatch):
     from meta_envs.design.designers import good_module
 
