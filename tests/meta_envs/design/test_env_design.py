@@ -185,3 +185,31 @@ def test_a_solver_policy_plays_through_the_adapter():
 
     reward, info = design(good_module(0.4), solver=LastLegal())
     assert info["outcome"] == "ok" and info["reward_components"]["p_hat"] <= 0.125
+
+
+class LampHintReader:
+    """A solver that reads the lamps family's hint: with it shown, a flickering lamp means the next colour."""
+
+    COLOURS = ("red", "green", "blue", "yellow", "white", "black")
+
+    def __init__(self):
+        from meta_envs.design.solving import ClueSolver
+
+        self.clue = ClueSolver()
+
+    def bind(self, env, seed):
+        self.clue.bind(env, seed)
+
+    def __call__(self, shown, legal):
+        action = self.clue(shown, legal)
+        if shown.startswith("Hint:") and "flickers" in shown.rsplit("Panel", 1)[-1]:
+            return "press " + self.COLOURS[(self.COLOURS.index(action.split()[-1]) + 1) % 6]
+        return action
+
+
+def test_hint_regret_reaches_the_reward_through_the_hinted_plays():
+    reward, info = design(good_module(0.4), solver=LampHintReader())
+    c = info["reward_components"]
+    # p_hat 0.5 as with the ClueSolver; with the hint every seed is won: R_hint = clip(0.5/0.15) = 1
+    assert (c["p_hat"], c["p_hint"], c["R_hint"], c["S"]) == (0.5, 1.0, 1.0, 1.0)
+    assert reward == pytest.approx(1.0)
