@@ -36,3 +36,11 @@ register_env(
                 "SKILL.md a procedure-following actor follows; reward = U, the actor's mean return change over "
                 "the previous document on held-out probes (common random numbers), never the raw win rate.",
 )
+
+# S2 (issue 20): the reflector manages a skill library; each operation's utility is measured on held-out probes.
+register_env(
+    "agentgym/SkillLibrary-v0", "meta_envs.skills.library_env:SkillLibraryEnv", family="skills", max_episode_steps=8,
+    description="Skill learning: one library operation per step (ADD a SKILL.md, EDIT, REMOVE, MERGE, KEEP, DONE; "
+                "at most 4) after the base env's trajectories; reward = measured paired utility on held-out probes "
+                "(common random numbers) - 0.5*regressions/n - length term; accepted only if U - sd/sqrt(n) > 0.",
+)

@@ -28,7 +28,8 @@ env failing on its own is ``info["infra_error"]`` (the episode is truncated, rew
 Info keys on each step: ``operation`` (the verb, or ``None`` when unparseable), ``accepted``, ``utility``
 (:meth:`~meta_envs.skills.utility.Utility.to_info`, or ``None`` when nothing was measured),
 ``reward_components`` (``U``, ``regression_term``, ``token_term``, ``tokens``), ``library`` (skill names
-after the step), plus ``code_skill`` for code skills. ``metrics``: ``operations``, ``skills``,
+after the step), plus ``code_skill`` for code skills. ``won``: some operation was accepted this episode;
+``score``: the sum of the accepted operations' ``U`` (how much the library gained, as measured). ``metrics``: ``operations``, ``skills``,
 ``library_tokens``, ``accepted``.
 """
 
@@ -122,6 +123,7 @@ class SkillLibraryEnv(TextEnv):
         self.trajectories: list[tuple[str, Episode]] = []  # (who, episode)
         self.operations = 0
         self.accepted = 0
+        self.gain = 0.0  # sum of U over accepted operations: the episode's score
 
     # ----------------------------------------------------------------- episode
     @property
@@ -133,7 +135,7 @@ class SkillLibraryEnv(TextEnv):
         return self._runner
 
     def _reset(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-        self.library, self.operations, self.accepted = self.initial_library, 0, 0
+        self.library, self.operations, self.accepted, self.gain = self.initial_library, 0, 0, 0.0
         num_tasks = getattr(self.runner.env.unwrapped, "num_tasks", SEEDED_TASKS)
         split_seed = int(self.np_random.integers(2**31))
         self.shown, self.probes = split_tasks(num_tasks, self.n_shown, self.n_probes, seed=split_seed)
@@ -183,12 +185,12 @@ class SkillLibraryEnv(TextEnv):
         reward, components = operation_reward(u, tokens)
         accepted = accept(u)
         if accepted:
-            self.library, self.accepted = new_library, self.accepted + 1
+            self.library, self.accepted, self.gain = new_library, self.accepted + 1, self.gain + u.U
         verdict = "accepted" if accepted else "rejected"
         observation = (f"{op.verb} {' '.join(op.names)}: U = {u.U:+.3f} (sd {u.sd:.3f}, n {u.n}), {u.regressions} "
                        f"regressions, {u.fixed} fixed: {verdict}. Reward {reward:+.3f}.\n\n{self._index()}")
         info = {**self._info(op.verb, u, accepted, components), **extra}
-        return Step(observation, reward, terminated=done, info=info)
+        return Step(observation, reward, terminated=done, won=self.accepted > 0, score=self.gain, info=info)
 
     def _check_code(self, skill: Skill) -> Any:
         from .code_skills import check_code_skill
