@@ -138,9 +138,14 @@ def test_an_archived_instance_is_a_duplicate_however_it_is_written(tmp_path):
     again = env.step('{"target": 65, "numbers": [50, 7, 4, 2]}')  # the same round, reordered
     assert again[4]["reward_components"]["dup"] == 1.0 and again[1] == 0.0
     assert again[4]["instance_hash"] == first[4]["instance_hash"]
-    reopened = TaskDesignEnv(family="countdown", archive=tmp_path)
-    obs, _ = reopened.reset(seed=0)
-    assert len(reopened.entries) == 2 and "Accepted: {" in obs and "countdown" in obs
+    env.reset(seed=0)
+    env.step('{"numbers": [1, 1], "target": 999}')  # unreachable: rejected by the expert gate
+    reopened = TaskDesignEnv(families=("countdown", "maze"), archive=tmp_path)
+    obs, _ = reopened.reset(seed=0, options={"family": "countdown"})
+    p_hat = first[4]["reward_components"]["p_hat"]
+    assert len(reopened.entries) == 3 and 'Accepted: {"numbers": [2, 4, 7, 50], "target": 65}' in obs
+    assert 'Rejected: {"numbers": [1, 1], "target": 999} (expert: expected the countdown expert' in obs
+    assert f"countdown {p_hat:.2f} over 2 tasks; maze no tasks yet" in obs
 
 
 def test_without_an_archive_episodes_do_not_see_each_other():
