@@ -93,7 +93,8 @@ class GeneratedEnv(TextEnv):
         try:
             if self._module is None or self._module_sha != entry.sha:
                 self._close_module()
-                difficulty = float(entry.record.get("difficulty", 0.5) or 0.5)
+                knob = entry.record.get("difficulty")
+                difficulty = float(knob) if isinstance(knob, (int, float)) and not isinstance(knob, bool) else 0.5
                 self._module = SandboxedModuleEnv(entry.source, difficulty=difficulty, backend=self.backend,
                                                   limits=self.limits, gate="play")
                 self._module_sha, self._entry = entry.sha, entry

@@ -128,3 +128,16 @@ def test_bwrap_missing_is_infra_error(tmp_path, monkeypatch):
     _, reward, _, truncated, step_info = env.step("press red")
     env.close()
     assert info["infra_error"] and "not your fault" in obs and truncated and reward == 0.0
+
+
+def test_the_archived_knob_is_played_even_at_zero(tmp_path):
+    """A record's difficulty 0.0 is played as 0.0 (every lamp steady), not replaced by the default 0.5."""
+    archive = EnvArchive(tmp_path)
+    firsts = {}
+    for knob in (0.0, 0.5):
+        sha = archive.add(good_module(knob), {"difficulty": knob})
+        env = agentgym_envs.make("agentgym/Generated-v0", archive=str(tmp_path), sha=sha)
+        firsts[knob] = [env.reset(seed=s)[0] for s in range(8)]
+        env.close()
+    assert not any("flickers" in obs for obs in firsts[0.0])
+    assert any("flickers" in obs for obs in firsts[0.5])
