@@ -8,4 +8,6 @@
 COMMANDS: dict[str, tuple[str, str]] = {
     "selfplay": ("meta_envs.cli.selfplay", "self-play rounds: a designer writes envs, they are validated in a "
                                            "sandbox, a solver plays them, accepted ones are archived"),
+    "skills": ("meta_envs.cli.skills", "skill learning: `skills eval` compares no skills, curated and "
+                                       "self-generated skills per family"),
 }

@@ -1,0 +1,71 @@
+"""``agentgym skills``: skill-learning commands (:mod:`meta_envs.skills`).
+
+    agentgym skills eval --families household,webshop,search --tasks 100 --seed 0 --json skills_eval.json
+
+``eval`` runs the three conditions of :mod:`meta_envs.skills.evaluate` (no skills, curated, self-generated)
+per family on the same held-out tasks and prints the Markdown table (success with Wilson 95% intervals,
+mean return, paired delta to no skills); ``--json`` also writes every row and the settings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    commands = parser.add_subparsers(dest="skills_command", required=True, metavar="{eval}")
+    evaluate = commands.add_parser("eval", help="no skills vs curated vs self-generated skills, per family",
+                                   description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    evaluate.add_argument("--families", default="household,webshop,search",
+                          help="comma-separated families with a curated library (household, webshop, search, puzzles)")
+    evaluate.add_argument("--tasks", type=int, default=100, help="held-out evaluation tasks per family")
+    evaluate.add_argument("--seed", type=int, default=0, help="draws the reflector's and the evaluation's tasks")
+    evaluate.add_argument("--actor", default="procedure",
+                          help="procedure (the scripted procedure-following actor) or a policy SPEC "
+                               "(hf:tiny, hf:<dir>, vllm:<dir>, openai:<base_url>#<model>, checkpoint:<dir>)")
+    evaluate.add_argument("--json", default=None, help="also write the rows and settings here")
+    evaluate.add_argument("--libraries", default=None,
+                          help="save each family's self-generated library under this folder (<folder>/<family>/)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..skills.evaluate import evaluate
+    from ..skills.library import LibraryError
+
+    families = [f.strip() for f in args.families.split(",") if f.strip()]
+    try:
+        actor = _actor(args.actor)
+        if args.tasks < 2:
+            raise ValueError(f"--tasks: expected at least 2 tasks per family, got {args.tasks}")
+        report = evaluate(families, n=args.tasks, seed=args.seed, actor=actor, save_dir=args.libraries)
+    except (ValueError, LibraryError) as e:
+        print(f"agentgym skills eval: {e}")
+        return 2
+    command = f"agentgym skills eval --families {','.join(families)} --tasks {args.tasks} --seed {args.seed}"
+    if args.actor != "procedure":
+        command += f" --actor {args.actor}"
+    print(f"`{command}` (actor: {report.settings['actor']})\n")
+    print(report.to_markdown())
+    if args.json:
+        Path(args.json).write_text(json.dumps({"command": command, **report.to_dict()}, indent=2) + "\n")
+    return 0
+
+
+def _actor(spec: str):
+    """``None`` (the procedure actor) for ``procedure``, else a policy SPEC behind the actor adapter."""
+    if spec == "procedure":
+        return None
+    from leaderboards.errors import LeaderboardError
+    from leaderboards.policies import parse_spec
+
+    from ..skills import actor as actors
+
+    adapter = getattr(actors, "PolicyActor", None)
+    if adapter is None:
+        raise ValueError("--actor: model policies need meta_envs.skills.actor.PolicyActor, which this checkout lacks")
+    try:
+        return adapter(parse_spec(spec).build())
+    except LeaderboardError as e:
+        raise ValueError(f"--actor: {e}") from None
