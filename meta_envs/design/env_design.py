@@ -11,8 +11,10 @@ top-level number literal (the designer's knob, read from the syntax tree: :func:
 0.5 without one). It goes through every gate of
 :func:`meta_envs.design.gates.validate_module` (``info["gates"]``, in order, stopping at the first
 failure), novelty against the archive last; an accepted module is then played by the *solver* (any
-policy, :mod:`meta_envs.design.solving`) on ``k >= 8`` seeds without and with its hint, and the reward
-is :func:`meta_envs.design.reward.designer_reward` (``info["reward_components"]``). Accepted modules
+policy, :mod:`meta_envs.design.solving`) on ``k >= 8`` seeds drawn from the reset seed, without and with
+its hint, and by the epsilon-expert and random baselines on those same seeds in the same process (so
+``S`` is measured where ``p_hat`` is, not on the gates' seeds 0..7 that a module could single out), and
+the reward is :func:`meta_envs.design.reward.designer_reward` (``info["reward_components"]``). Accepted modules
 are added to the archive (kwarg ``archive``: a folder; default a fresh temp folder per env instance),
 rejected ones are remembered there by their failed gate, and both show up in later briefs.
 
@@ -206,8 +208,7 @@ class EnvDesignEnv(TextEnv):
             gates.append({"name": "play", "passed": False, "detail": failure})
             return self._verdict(source, "gate", gates, near=near)
         stats = rewards.PlayStats(p_solver=play.p_solver, n=len(play.seeds), p_hint=play.p_hint,
-                                  p_expert_eps=float(report.stats["p_expert_eps"]),
-                                  p_random=float(report.stats["p_random"]))
+                                  p_expert_eps=play.p_expert_eps, p_random=play.p_random)
         return self._verdict(source, "ok", gates, stats=stats, near=near, report=report, play=play)
 
     def _play(self, source: str, difficulty: float) -> tuple[Any, str | None]:
@@ -257,6 +258,7 @@ class EnvDesignEnv(TextEnv):
             "difficulty": module_difficulty(source),
             "reward_components": verdict["components"], "round": self._round, "parent": None,
             "play_stats": {"p_solver": play.p_solver, "p_hint": play.p_hint, "n": len(play.seeds),
+                           "p_expert_eps": play.p_expert_eps, "p_random": play.p_random,
                            "seeds": list(play.seeds), "wins": list(play.wins),
                            "hint_wins": None if play.hint_wins is None else list(play.hint_wins)}})
 

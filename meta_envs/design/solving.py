@@ -138,11 +138,19 @@ def as_solver(solver: Any) -> Any:
 
 @dataclass(frozen=True)
 class SolverRecord:
-    """The solver's successes on each seed, without and with the hint (None: the env gave no hint)."""
+    """Per seed: the solver's wins without and with the hint (None: no hint), and the baselines' wins.
+
+    The baselines (the expert with epsilon-random actions and the uniformly random policy, exactly the
+    gates' policies) are played on the solver's own seeds in the solver's process, interleaved with the
+    solver's episodes in an order the module cannot see, so skill-dependence is measured where p_hat is:
+    a module that is a good game on the gates' seeds and a coin flip elsewhere gets S = 0.
+    """
 
     seeds: tuple[int, ...]
     wins: tuple[bool, ...]
     hint_wins: tuple[bool, ...] | None
+    eps_expert_wins: tuple[bool, ...] = ()
+    random_wins: tuple[bool, ...] = ()
 
     @property
     def p_solver(self) -> float:
@@ -151,6 +159,14 @@ class SolverRecord:
     @property
     def p_hint(self) -> float | None:
         return None if self.hint_wins is None else sum(self.hint_wins) / len(self.hint_wins)
+
+    @property
+    def p_expert_eps(self) -> float:
+        return sum(self.eps_expert_wins) / len(self.eps_expert_wins)
+
+    @property
+    def p_random(self) -> float:
+        return sum(self.random_wins) / len(self.random_wins)
 
 
 def play_episode(env: Any, solver: Any, seed: int, show_hint: bool = False) -> tuple[float, int, bool]:
@@ -176,10 +192,21 @@ def play_episode(env: Any, solver: Any, seed: int, show_hint: bool = False) -> t
 
 
 def measure_solver(env: Any, solver: Any, seeds: Sequence[int]) -> SolverRecord:
-    """The solver on every seed, then again with the hint when the module gives one on the first seed."""
-    wins = tuple(is_success(play_episode(env, solver, s)[0]) for s in seeds)
+    """Every seed: the solver, the solver with the hint (when the module gives one on the first seed),
+    the epsilon-expert and the random policy, in a per-seed order shuffled on the host."""
+    from .gates import play_episode as play_baseline
+
     env.reset(seeds[0])
-    if not env.hint():
-        return SolverRecord(tuple(seeds), wins, None)
-    hint_wins = tuple(is_success(play_episode(env, solver, s, show_hint=True)[0]) for s in seeds)
-    return SolverRecord(tuple(seeds), wins, hint_wins)
+    runs = ["solver", "hint", "eps_expert", "random"] if env.hint() else ["solver", "eps_expert", "random"]
+    wins: dict[str, list[bool]] = {run: [] for run in runs}
+    for seed in seeds:
+        order = list(runs)
+        random.Random(f"play-order:{seed}").shuffle(order)
+        for run in order:
+            if run in ("solver", "hint"):
+                episode_return = play_episode(env, solver, seed, show_hint=run == "hint")[0]
+            else:
+                episode_return = play_baseline(env, run, seed).ret
+            wins[run].append(is_success(episode_return))
+    return SolverRecord(tuple(seeds), tuple(wins["solver"]), tuple(wins["hint"]) if "hint" in wins else None,
+                        tuple(wins["eps_expert"]), tuple(wins["random"]))

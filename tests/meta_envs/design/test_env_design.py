@@ -213,3 +213,23 @@ def test_hint_regret_reaches_the_reward_through_the_hinted_plays():
     # p_hat 0.5 as with the ClueSolver; with the hint every seed is won: R_hint = clip(0.5/0.15) = 1
     assert (c["p_hat"], c["p_hint"], c["R_hint"], c["S"]) == (0.5, 1.0, 1.0, 1.0)
     assert reward == pytest.approx(1.0)
+
+
+def seed_switching_module() -> str:
+    """The attack: a good game on the gates' seeds 0..7 and a coin flip by seed parity on any other seed."""
+    source = good_module(0.0).replace("        rng = random.Random(seed)\n",
+                                      "        self.seed = seed\n        rng = random.Random(seed)\n", 1)
+    source = source.replace("    def step(self, action):\n",
+                            "    def step(self, action):\n        if self.seed >= 8:\n"
+                            "            return 'Over.', (1.0 if self.seed % 2 else 0.0), True\n", 1)
+    assert "self.seed >= 8" in source and "self.seed = seed" in source
+    return source
+
+
+def test_a_module_that_plays_differently_off_the_gate_seeds_earns_nothing():
+    """Skill-dependence S is measured on the solver's own seeds, in its own process, so passing the gates on
+    seeds 0..7 and turning into a coin flip on the solver's seeds cannot buy the plateau's pay."""
+    reward, info = design(seed_switching_module())
+    c = info["reward_components"]
+    assert info["outcome"] == "ok" and c["p_hat"] == 0.5  # the gates passed; the solver sees a coin flip
+    assert c["S"] == 0.0 and reward == 0.0, c
