@@ -304,3 +304,40 @@ def weak_default(valid: list[str] | None, instruction: str, rng: random.Random) 
     related = [a for a in valid if words & set(re.findall(r"[a-z]+", a.lower()))]
     pool = related if related and rng.random() < 0.5 else valid
     return pool[rng.randrange(len(pool))]
+
+
+@dataclass
+class PolicyActor:
+    """Any agentgym :class:`~agentgym_envs.policies.base.Policy` (the tiny model, HF, vLLM, OpenAI-compatible,
+    env-side baselines) as an :class:`Actor`: the chat of the episode so far (system prompt with the skills,
+    then observations and replies; the last ``window`` turns) goes to ``policy.act``, the reply is the action.
+    The sampler's seed is the episode's seed plus the turn, so both arms of a measurement sample alike."""
+
+    policy: Any
+    sampling: Any = None
+    window: int | None = 8
+    name: str = "policy"
+    _history: Any = field(default=None, repr=False)
+    _context: dict[str, str] = field(default_factory=dict, repr=False)
+    _last: str | None = field(default=None, repr=False)
+    _seed: int = 0
+
+    def reset(self, *, instruction: str, system_prompt: str, seed: int) -> None:
+        from agentgym_envs.chat import ChatHistory
+
+        self._history, self._last, self._seed = ChatHistory(), None, seed
+        self._context = {"instruction": instruction, "system_prompt": system_prompt}
+
+    def act(self, observation: str, info: dict[str, Any]) -> str:
+        from dataclasses import replace
+
+        from agentgym_envs.policies.base import SamplingConfig
+
+        if self._last is None:
+            self._history.start(observation, self._context)
+        else:
+            self._history.add(self._last, observation)
+        sampling = replace(self.sampling or SamplingConfig(temperature=0.0), seed=self._seed + len(self._history))
+        completion = self.policy.act([self._history.messages(window=self.window)], sampling=sampling)[0]
+        self._last = completion.text if isinstance(completion.text, str) else ""
+        return self._last
