@@ -19,7 +19,8 @@ kwargs. Round ``r``:
    plays (wins as 1, losses as 0, from the archive's record) normalised the same way.
 4. **Report.** Per round: the samples (reward, outcome, failed gate, reward components, advantage), the
    archive's size, the spread of difficulty (the solver's success ``p̂`` over archived envs: quantiles and a
-   five-bin histogram) and the solver's success on the round's accepted envs and on the archive.
+   five-bin histogram; ``knobs``: the same for the modules' own ``DIFFICULTY`` settings) and the solver's
+   success on the round's accepted envs and on the archive.
 
 The loop updates no weights: it produces what a trainer consumes. ``agentgym train`` trains the designer on
 ``agentgym/EnvDesign-v0``'s reward and the solver on the archive through ``agentgym/Generated-v0``
@@ -112,6 +113,7 @@ class RoundReport:
     accepted: int
     archive_size: int
     difficulty: dict[str, Any]
+    knobs: dict[str, Any]
     solver_success_round: float | None
     solver_success_archive: float | None
     solver_advantages: dict[str, list[float | None]]
@@ -262,6 +264,7 @@ def play_round(env: Any, designer: Designer, config: SelfPlayConfig, r: int) -> 
     return RoundReport(
         round=r, brief_seed=brief_seed, samples=samples, accepted=len(accepted), archive_size=len(view),
         difficulty=difficulty_spread(p_archive), solver_success_round=_mean(p_round),
+        knobs=difficulty_spread([v["difficulty"] for v in view.values() if isinstance(v["difficulty"], (int, float))]),
         solver_success_archive=_mean(p_archive),
         solver_advantages={s.sha256: group_advantages([float(w) for w in view[s.sha256]["wins"]])
                            for s in accepted if s.sha256 in view},

@@ -103,6 +103,7 @@ def test_the_command_runs_rounds_that_grow_the_archive_and_reports_each(tmp_path
         assert all((a > 0) == w for a, w in zip(advantages, wins)) or len(set(wins)) == 1
     knobs = {v["difficulty"] for v in view.values()}
     assert len(knobs) == 3  # the climber moved its knob every round
+    assert (last["knobs"]["min"], last["knobs"]["max"]) == (min(knobs), max(knobs))
     # the same command into a fresh archive: the same report, but for wall-clock seconds
     assert main([*args[:-1], str(tmp_path / "again")]) == 0
     again = json.loads((tmp_path / "again" / "selfplay_report.json").read_text())
