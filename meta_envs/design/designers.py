@@ -30,7 +30,7 @@ _LAST_P_HAT = re.compile(r"^Last design: .*?p_hat=(\d+(?:\.\d+)?|None)", re.MULT
 
 RENAMES = (("COLOURS", "HUES"), ("PANELS", "BOARDS"), ("answer", "secret"), ("layout", "order"),
            ("panel", "board"), ("presses", "tries"), ("steady", "calm"), ("lamps", "bulbs"),
-           ("_light", "_glow"), ("shown", "seen"), ("choice", "picked"), ("said", "told"), ("rng", "gen"),
+           ("_light", "_glow"), ("shown", "seen"), ("said", "told"), ("rng", "gen"),
            ("right", "good"), ("reward", "gain"), ("how", "manner"))
 """Identifier renames of the renamed duplicate (whole words; the contract's names stay)."""
 REWORDS = (("A row of", "There are"), ("You win.", "Victory."), ("You lose.", "Defeat."),

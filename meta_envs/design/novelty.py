@@ -8,8 +8,9 @@ archived env:
 * **Code similarity**: the source is lexed (``tokenize``, never executed) into a normalised token stream
   in which every identifier becomes ``N`` and every string literal ``S`` (so renaming classes,
   variables, attributes and messages changes nothing), comments and layout are dropped, keywords,
-  operators and numbers are kept. The similarity is the Jaccard index of the two streams' sets of
-  :data:`SHINGLE`-token windows.
+  operators and numbers are kept. The similarity is the share of the *archived* env's
+  :data:`SHINGLE`-token windows that also occur in the new source: padding a copy with dead code
+  (which would dilute a Jaccard index) leaves it at 1.
 * **Behavioural similarity**: the share of per-seed entries of the gates' fingerprint
   (``report.stats["fingerprint"]``: what the expert saw and could do on each seed) that are equal.
 
@@ -86,9 +87,14 @@ def jaccard(a: frozenset, b: frozenset) -> float:
     return len(a & b) / union if union else 0.0
 
 
-def code_similarity(a: str, b: str) -> float:
-    """Jaccard similarity of two sources' normalised shingles, in [0, 1]."""
-    return round(jaccard(shingles(a), shingles(b)), 6)
+def contained(archived: frozenset, new: frozenset) -> float:
+    """The share of ``archived``'s shingles found in ``new`` (0 when ``archived`` is empty)."""
+    return len(archived & new) / len(archived) if archived else 0.0
+
+
+def code_similarity(new: str, archived: str) -> float:
+    """How much of ``archived`` (its normalised shingles) occurs in ``new``, in [0, 1]."""
+    return round(contained(shingles(archived), shingles(new)), 6)
 
 
 def _entries(fingerprint: Any) -> list[str]:
@@ -129,7 +135,7 @@ def nearest(source: str, fingerprint: Any, archived: Iterable[tuple[str, str, An
     mine = shingles(source)
     best = {"sha": None, "code": 0.0, "behaviour": 0.0, "dup": 0.0, "exact_behaviour": False}
     for sha, other_source, other_fingerprint in archived:
-        code = round(jaccard(mine, shingles(other_source)), 6)
+        code = round(contained(shingles(other_source), mine), 6)
         behaviour = round(behaviour_similarity(fingerprint, other_fingerprint), 6)
         dup = ramp(max(code, behaviour))
         if best["sha"] is None or dup > best["dup"] or (dup == best["dup"] and max(code, behaviour) >

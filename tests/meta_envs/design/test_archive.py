@@ -114,6 +114,15 @@ def test_renamed_copy_is_a_code_duplicate_and_unrelated_code_is_not():
     assert code_similarity("def (((", "") == 0.0  # unlexable input is data, never an exception
 
 
+def test_a_copy_padded_with_dead_code_is_still_a_duplicate():
+    """Padding dilutes a Jaccard index (0.17 for this copy); the archived env's share inside the copy stays 1."""
+    pad = "\n".join(f"def helper_{i}(values, limit={i}):\n    total = {i}\n    for v in values:\n"
+                    f"        if v % {i + 2} == {i % 3}:\n            total += v * {i}\n    return total\n"
+                    for i in range(60))
+    assert code_similarity(RENAMED + "\n" + pad, SOURCE) == 1.0
+    assert code_similarity(pad, SOURCE) < 0.2
+
+
 def test_duplicate_share_against_an_archive(tmp_path):
     archive = EnvArchive(tmp_path)
     sha = archive.add(SOURCE, record(0.5, ["a", "b", "c", "d"]))

@@ -103,8 +103,21 @@ def test_renamed_duplicate_is_cut_by_at_least_eighty_percent():
     assert original >= 0.5 and info["accepted"]
     copy, info = design(renamed_duplicate(good_module(0.4)), env, seed=0)
     assert copy <= 0.2 * original, info
-    assert info["reward_components"]["dup"] >= 0.8 or info["outcome"] == "gate"
+    # a working copy: every gate passes (its messages differ, so not an exact behavioural duplicate);
+    # novelty's code similarity is what cuts it
+    assert info["outcome"] == "ok" and info["reward_components"]["dup"] >= 0.8, info["gates"][-1]
+    assert info["reward_components"]["nearest"] == EnvArchive(env.archive.path).entries()[0].sha
     env.close()
+
+
+def test_a_renamed_duplicate_padded_with_dead_code_is_cut_too():
+    pad = "".join(f"\n\ndef helper_{i}(values):\n    return sum(v * {i} for v in values if v % {i + 2})\n"
+                  for i in range(80))
+    env = EnvDesignEnv(play_seeds=SEEDS)
+    original, _ = design(good_module(0.4), env)
+    copy, info = design(renamed_duplicate(good_module(0.4)) + pad, env)
+    env.close()
+    assert info["outcome"] == "ok" and info["reward_components"]["dup"] == 1.0 and copy <= 0.2 * original
 
 
 def test_hill_climber_brings_p_hat_into_the_middle_within_twenty_episodes():
