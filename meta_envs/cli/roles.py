@@ -20,7 +20,7 @@ from typing import Any
 from agentgym_envs.chat import Message
 from agentgym_envs.policies import SamplingConfig
 
-from ..design.selfplay import SelfPlayError
+from ..design.selfplay import DesignerUnavailable, SelfPlayError
 
 
 class PolicyDesigner:
@@ -30,9 +30,18 @@ class PolicyDesigner:
         self.policy, self.sampling = policy, sampling
 
     def design(self, messages: list[Message], env: Any, seed: int) -> str:
+        """The completion's text; a transient failure of the policy (endpoint down, timeout) is
+        :class:`DesignerUnavailable`, any other exception is a bug or a wrong SPEC and propagates."""
+        from leaderboards.episode import is_transient
+
         if hasattr(self.policy, "bind"):  # env-side policies (expert) act from the design env itself
             self.policy.bind([env])
-        return self.policy.act([messages], sampling=replace(self.sampling, seed=seed))[0].text
+        try:
+            return self.policy.act([messages], sampling=replace(self.sampling, seed=seed))[0].text
+        except Exception as e:
+            if is_transient(e):
+                raise DesignerUnavailable(f"{type(e).__name__}: {e}") from e
+            raise
 
 
 class CallableDesigner:

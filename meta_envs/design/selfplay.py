@@ -51,6 +51,12 @@ class SelfPlayError(ValueError):
     """A self-play run was configured wrongly (the message says what was expected and how to fix it)."""
 
 
+class DesignerUnavailable(Exception):
+    """The designer's own machinery failed (an endpoint down, a timeout): that sample is ``infra``, not scored.
+
+    Raised by a designer's ``design``; the loop records the sample with ``infra_error`` and goes on."""
+
+
 class Designer(Protocol):
     """Writes one answer (a module, a JSON config, a repair) to the chat so far; ``env`` is the design env."""
 
@@ -181,13 +187,23 @@ def design_group(env: Any, designer: Designer, brief_seed: int, sample_seeds: Se
     observation, info = env.reset(seed=brief_seed)
     brief = ChatHistory()
     brief.start(observation, info)
-    answers = [designer.design(brief.messages(), env, derive_seed(seed, 0)) for seed in sample_seeds]
+    answers = [_ask(designer, brief.messages(), env, derive_seed(seed, 0)) for seed in sample_seeds]
     samples = []
     for index, (answer, seed) in enumerate(zip(answers, sample_seeds)):
+        if isinstance(answer, DesignerUnavailable):
+            samples.append(Sample(index, 0.0, "infra", None, None, f"designer: {answer}", {}, 0))
+            continue
         if index:
             env.reset(seed=brief_seed)
         samples.append(_play_answer(env, designer, brief, answer, seed, max_turns, index))
     return samples
+
+
+def _ask(designer: Designer, messages: list[Message], env: Any, seed: int) -> str | DesignerUnavailable:
+    try:
+        return designer.design(messages, env, seed)
+    except DesignerUnavailable as e:
+        return e
 
 
 def _play_answer(env: Any, designer: Designer, brief: ChatHistory, answer: str, seed: int, max_turns: int,
@@ -198,13 +214,18 @@ def _play_answer(env: Any, designer: Designer, brief: ChatHistory, answer: str, 
     total = 0.0
     for turn in range(max_turns):
         if turn:
-            answer = designer.design(history.messages(), env, derive_seed(seed, turn))
+            answer = _ask(designer, history.messages(), env, derive_seed(seed, turn))
+            if isinstance(answer, DesignerUnavailable):  # the repair never came: the episode so far, as infra
+                sample = summarise(index, total, info, turn)
+                sample.infra_error = f"designer: {answer}"
+                return sample
         observation, reward, terminated, truncated, info = env.step(answer)
         total += float(reward)
         history.add(answer, observation)
         if terminated or truncated:
             break
     return summarise(index, total, info, turn + 1)
+
 
 def make_design_env(config: SelfPlayConfig, solver: Any | None) -> Any:
     """The design env of ``config``: the solver, archive, ``k`` and backend passed where its constructor

@@ -136,6 +136,35 @@ def test_a_model_spec_designer_answers_through_the_policy_contract(tmp_path, cap
     assert first["advantage"] > 0 > second["advantage"]
 
 
+class FlakyEndpoint:
+    """A chat policy whose second request fails as an unreachable endpoint does; the others answer in turn."""
+
+    def __init__(self, *answers: str):
+        self.answers, self.calls = list(answers), 0
+
+    def act(self, batch, *, sampling):
+        from agentgym_envs.policies import Completion
+
+        self.calls += 1
+        if self.calls == 2:
+            raise ConnectionError("connection refused by 127.0.0.1:9")
+        return [Completion(self.answers.pop(0)) for _ in batch]
+
+
+def test_a_designer_endpoint_failing_is_infra_and_the_round_goes_on(tmp_path):
+    from agentgym_envs.policies import SamplingConfig
+    from meta_envs.cli.roles import PolicyDesigner
+    from meta_envs.design.designers import good_module, module_source
+
+    designer = PolicyDesigner(FlakyEndpoint(good_module(0.5), module_source("impossible")), SamplingConfig())
+    (report,) = run_selfplay(SelfPlayConfig(archive=str(tmp_path), rounds=1, group_size=3), designer)
+    good, lost, impossible = report.samples
+    assert lost.infra_error == "designer: ConnectionError: connection refused by 127.0.0.1:9"
+    assert (lost.reward, lost.outcome, lost.advantage) == (0.0, "infra", None)
+    assert impossible.reward == -0.5 and good.outcome == "ok"
+    assert good.advantage > 0 > impossible.advantage and abs(good.advantage + impossible.advantage) < 1e-5
+
+
 def test_the_loop_drives_task_design_too(tmp_path, capsys):
     assert main(["selfplay", "--env", "agentgym/TaskDesign-v0", "--designer", "expert", "--group-size", "1",
                  "--rounds", "2", "--archive", str(tmp_path)]) == 0
