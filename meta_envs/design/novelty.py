@@ -81,12 +81,6 @@ def shingles(source: str, size: int = SHINGLE) -> frozenset[tuple[str, ...]]:
     return frozenset(tuple(tokens[i:i + size]) for i in range(len(tokens) - size + 1))
 
 
-def jaccard(a: frozenset, b: frozenset) -> float:
-    """|a ∩ b| / |a ∪ b|; 0 when both are empty."""
-    union = len(a | b)
-    return len(a & b) / union if union else 0.0
-
-
 def contained(archived: frozenset, new: frozenset) -> float:
     """The share of ``archived``'s shingles found in ``new`` (0 when ``archived`` is empty)."""
     return len(archived & new) / len(archived) if archived else 0.0
