@@ -141,3 +141,14 @@ def test_the_archived_knob_is_played_even_at_zero(tmp_path):
         env.close()
     assert not any("flickers" in obs for obs in firsts[0.0])
     assert any("flickers" in obs for obs in firsts[0.5])
+
+
+def test_both_ids_construct_offline_in_under_two_seconds():
+    import time
+
+    for env_id in ("agentgym/Generated-v0", "agentgym/EnvDesign-v0"):
+        start = time.perf_counter()
+        env = agentgym_envs.make(env_id)
+        elapsed = time.perf_counter() - start
+        env.close()
+        assert elapsed < 2.0, (env_id, elapsed)
