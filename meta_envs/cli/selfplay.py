@@ -23,7 +23,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="clue, noisy-expert, random, expert, or a model SPEC (hf:, vllm:, openai:, checkpoint:); "
                              "default: the design env's own (EnvDesign-v0: clue; TaskDesign-v0: a noisy expert)")
     parser.add_argument("--env", default="agentgym/EnvDesign-v0", help="the design env id")
-    parser.add_argument("--archive", required=True, help="archive directory (continued if it exists)")
+    parser.add_argument("--archive", required=True,
+                        help="archive directory; an existing archive and its report are continued")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--group-size", type=int, default=4, help="designer samples per brief")
     parser.add_argument("-k", type=int, default=8, help="solver plays per generated env (>= 8)")

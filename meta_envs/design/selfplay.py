@@ -253,15 +253,21 @@ def run_selfplay(config: SelfPlayConfig, designer: Designer, solver: Any | None 
                  report_path: str | Path | None = None,
                  on_round: Callable[[RoundReport], None] | None = None) -> list[RoundReport]:
     """Run ``config.rounds`` rounds; write the JSON report after every round when ``report_path`` is given
-    (a killed run keeps the rounds it finished) and call ``on_round`` with each round's report."""
+    (a killed run keeps the rounds it finished) and call ``on_round`` with each round's report.
+
+    An existing report at ``report_path`` written with the same config (``rounds`` aside) is continued: its
+    rounds are kept and the new ones are numbered after them (seeded by their number, so they are new
+    briefs). A fresh design env does not remember its last result, so a continued run is not byte-identical
+    to an uninterrupted one. A report of another config is refused rather than overwritten."""
+    previous = previous_rounds(report_path, config) if report_path is not None else []
     Path(config.archive).mkdir(parents=True, exist_ok=True)
     env = make_design_env(config, solver)
     reports: list[RoundReport] = []
     try:
-        for r in range(config.rounds):
+        for r in range(len(previous), len(previous) + config.rounds):
             reports.append(play_round(env, designer, config, r))
             if report_path is not None:
-                write_report(report_path, config, reports)
+                write_report(report_path, config, reports, previous)
             if on_round is not None:
                 on_round(reports[-1])
     finally:
@@ -310,20 +316,42 @@ def _mean(values: Sequence[float]) -> float | None:
     return round(sum(values) / len(values), 6) if values else None
 
 
-def report_dict(config: SelfPlayConfig, reports: Sequence[RoundReport]) -> dict[str, Any]:
+def report_dict(config: SelfPlayConfig, reports: Sequence[RoundReport],
+                previous: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     """The JSON report: the config and every round (``growth``: the archive's size after each round)."""
-    return {"config": asdict(config), "rounds": [asdict(r) for r in reports],
-            "growth": [r.archive_size for r in reports],
-            "solver_success": [r.solver_success_archive for r in reports]}
+    rounds = [*previous, *(json.loads(json.dumps(asdict(r), default=str)) for r in reports)]
+    return {"config": {**asdict(config), "rounds": len(rounds)}, "rounds": rounds,
+            "growth": [r["archive_size"] for r in rounds],
+            "solver_success": [r["solver_success_archive"] for r in rounds]}
 
 
-def write_report(path: str | Path, config: SelfPlayConfig, reports: Sequence[RoundReport]) -> None:
+def write_report(path: str | Path, config: SelfPlayConfig, reports: Sequence[RoundReport],
+                 previous: Sequence[dict[str, Any]] = ()) -> None:
     """Write the JSON report atomically (a temp file renamed over the old one)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(report_dict(config, reports), indent=1, sort_keys=True, default=str))
+    tmp.write_text(json.dumps(report_dict(config, reports, previous), indent=1, sort_keys=True))
     tmp.replace(path)
+
+
+def previous_rounds(path: str | Path, config: SelfPlayConfig) -> list[dict[str, Any]]:
+    """The rounds of the report at ``path`` if it was written with ``config`` (``rounds`` aside); [] if none."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        old, rounds = dict(data["config"]), list(data["rounds"])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise SelfPlayError(f"expected {path} to be a self-play report to continue, got an unreadable file "
+                            f"({type(e).__name__}); move it away or pass another report path") from None
+    new = json.loads(json.dumps(asdict(config), default=str))
+    differ = sorted(k for k in set(old) | set(new) if k != "rounds" and old.get(k) != new.get(k))
+    if differ:
+        raise SelfPlayError(f"expected the config of the report {path} to continue it, got different "
+                            f"{', '.join(differ)}; use the same options or another report path")
+    return rounds
 
 
 def format_round(report: RoundReport) -> str:

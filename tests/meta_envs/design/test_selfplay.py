@@ -110,6 +110,18 @@ def test_the_command_runs_rounds_that_grow_the_archive_and_reports_each(tmp_path
     assert without_seconds(again)["rounds"] == without_seconds(report)["rounds"]
 
 
+def test_a_second_run_continues_the_report_and_a_different_config_is_refused(tmp_path, capsys):
+    args = ["selfplay", "--group-size", "1", "--rounds", "1", "--archive", str(tmp_path)]
+    assert main([*args, "--designer", "scripted:hill-climber"]) == 0 and main([*args, "--designer", "scripted:good"]) == 0
+    report = json.loads((tmp_path / "selfplay_report.json").read_text())
+    assert [r["round"] for r in report["rounds"]] == [0, 1] and report["growth"] == [1, 2]
+    assert report["config"]["rounds"] == 2
+    capsys.readouterr()
+    assert main([*args, "--seed", "1"]) == 2  # not overwritten
+    assert "got different seed" in capsys.readouterr().out
+    assert len(json.loads((tmp_path / "selfplay_report.json").read_text())["rounds"]) == 2
+
+
 def test_designer_advantages_rank_the_answers_to_one_brief(tmp_path):
     from meta_envs.design.designers import good_module, module_source
 
