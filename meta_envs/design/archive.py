@@ -149,7 +149,12 @@ class EnvArchive:
     def entries(self) -> list[ArchiveEntry]:
         """Every intact entry, oldest first (by the index given when it was added)."""
         self.problems = []
-        found = [self._read(p) for p in sorted(self.path.iterdir()) if _SHA.fullmatch(p.name)]
+        try:
+            folders = sorted(self.path.iterdir())
+        except OSError as e:  # the folder is gone or unreadable: nothing can be served from it
+            self.problems.append(f"{self.path}: cannot be listed ({type(e).__name__}: {e})")
+            return []
+        found = [self._read(p) for p in folders if _SHA.fullmatch(p.name)]
         return sorted((e for e in found if e is not None), key=lambda e: (e.record.get("index", 0), e.sha))
 
     def sample(self, rng: np.random.Generator, rule: str = "uniform") -> ArchiveEntry:
@@ -171,7 +176,7 @@ class EnvArchive:
         return entries[int(rng.integers(len(entries)))]
 
     def _next_index(self) -> int:
-        return sum(1 for p in self.path.iterdir() if _SHA.fullmatch(p.name))
+        return sum(1 for p in self.path.iterdir() if _SHA.fullmatch(p.name))  # OSError: the caller's to report
 
     def _read(self, folder: Path) -> ArchiveEntry | None:
         try:

@@ -33,6 +33,7 @@ import ast
 import math
 import re
 import tempfile
+import threading
 from collections import OrderedDict
 from typing import Any, ClassVar
 
@@ -56,6 +57,7 @@ KNOB_BRIEF = ("The knob: a top-level `DIFFICULTY = <number in 0..1>` in your mod
               "without one.")
 _FENCE = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _TIMING_STATS = ("median_step_ms", "seconds", "step_ms")
+_REPORTS_LOCK = threading.Lock()
 _REPORTS: OrderedDict[tuple, Any] = OrderedDict()
 """Gate reports (without novelty) by (source sha, backend, seeds, limits): the gates are a function of these."""
 _REPORTS_KEPT = 32
@@ -108,15 +110,17 @@ def gate_report(source: str, backend: str, seeds: tuple[int, ...], limits: Any, 
     from .gates import validate_module
 
     key = (source_sha(source), backend, seeds, repr(limits), difficulty)
-    if key in _REPORTS:
-        _REPORTS.move_to_end(key)
-        return _REPORTS[key]
+    with _REPORTS_LOCK:  # vector envs in thread mode share this cache
+        if key in _REPORTS:
+            _REPORTS.move_to_end(key)
+            return _REPORTS[key]
     report = validate_module(source, backend=backend, seeds=seeds, limits=limits, novelty=None,
                              difficulty=difficulty)
     if report.infra_error is None:
-        _REPORTS[key] = report
-        while len(_REPORTS) > _REPORTS_KEPT:
-            _REPORTS.popitem(last=False)
+        with _REPORTS_LOCK:
+            _REPORTS[key] = report
+            while len(_REPORTS) > _REPORTS_KEPT:
+                _REPORTS.popitem(last=False)
     return report
 
 
@@ -234,18 +238,24 @@ class EnvDesignEnv(TextEnv):
     def _finish(self, source: str, verdict: dict) -> Step:
         sha, outcome, value = source_sha(source), verdict["outcome"], verdict["reward"]
         accepted = outcome == "ok"
-        if accepted:
-            self._archive(source, sha, verdict)
-        elif outcome != "infra":
-            failed = next((g for g in verdict["gates"] if not g["passed"]), {"name": outcome, "detail": ""})
-            self.archive.add_rejected(source, failed["name"], failed["detail"])
+        try:
+            if accepted:
+                self._archive(source, sha, verdict)
+            elif outcome != "infra":
+                failed = next((g for g in verdict["gates"] if not g["passed"]), {"name": outcome, "detail": ""})
+                self.archive.add_rejected(source, failed["name"], failed["detail"])
+        except OSError as e:  # our archive folder failed (gone, full, read-only): ours, not the designer's
+            verdict = {**verdict, "outcome": "infra", "reward": 0.0,
+                       "infra_error": f"the archive at {self.archive.path} could not be written: {e}"}
+            outcome, value, accepted = "infra", 0.0, False
+            verdict["components"] = {**verdict["components"], "outcome": "infra", "reward": 0.0}
         self.last_result = {"outcome": outcome, "reward": round(value, 4),
                             "p_hat": verdict["components"]["p_hat"]}
         info = {"outcome": outcome, "gates": verdict["gates"], "reward_components": json_safe(verdict["components"]),
                 "sha256": sha, "accepted": accepted}
         if outcome == "infra":
             info["infra_error"] = verdict["infra_error"]
-            return Step(f"Our sandbox failed (not your fault): {verdict['infra_error']}", 0.0, truncated=True,
+            return Step(f"Our machinery failed (not your fault): {verdict['infra_error']}", 0.0, truncated=True,
                         won=False, score=0.0, info=info)
         return Step(self._report_text(verdict), value, terminated=True, won=value >= WIN_REWARD, score=value,
                     info=info)

@@ -146,6 +146,20 @@ def test_bwrap_missing_is_infra_error_with_reward_zero(tmp_path, monkeypatch):
     assert not (tmp_path / "archive" / "rejected").exists()  # never recorded against the designer
 
 
+def test_an_unwritable_archive_is_infra_not_the_designers_fault(tmp_path):
+    env = EnvDesignEnv(play_seeds=SEEDS, archive=str(tmp_path / "archive"))
+    env.reset(seed=0)
+    (tmp_path / "archive").rename(tmp_path / "gone")
+    (tmp_path / "archive").write_text("a file where the archive folder was")
+    _, reward, terminated, truncated, info = env.step("class Env(:")
+    assert reward == 0.0 and truncated and not terminated and "could not be written" in info["infra_error"]
+    assert info["outcome"] == "infra" and info["reward_components"]["reward"] == 0.0
+    env.reset(seed=1)  # a good module too: judged against an empty (unlistable) archive, then not storable
+    _, reward, _, truncated, info = env.step(good_module(0.4))
+    env.close()
+    assert reward == 0.0 and truncated and info["infra_error"] and not info["accepted"]
+
+
 def test_same_seed_and_action_give_the_same_reward_and_info():
     a, b = EnvDesignEnv(), EnvDesignEnv()
     out = []
