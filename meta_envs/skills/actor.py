@@ -26,8 +26,10 @@ A skill body holds one procedure: ``Task:`` lines and a numbered list; other pro
 * ``4. note {year} from: opened its doors in the year {year:number}`` — a *note*: search the last
   observation for the pattern and bind its placeholders (no action; skipped when absent).
 
-Placeholders are ``{name}`` or ``{name:type}``; types: ``any`` (default), ``number``, ``id`` (a product
-id such as ``b0abc12345``: letters and digits with a digit, 6+ chars), ``Name`` (capitalised words) and
+Placeholders are ``{name}`` or ``{name:type}``; a template may hold at most two open-ended ones (``any``,
+``task``, ``other``; a note's pattern none: it reads typed values), else it never matches. Types: ``any`` (default), ``number``, ``id`` (a product
+id such as ``b0abc12345``: letters and digits with a digit, 6+ chars), ``Name`` (the whole run of
+up to six capitalised words there) and
 ``task`` (any text that occurs in the instruction) and ``other`` (anything but an instance of a value the
 ``Task:`` pattern bound: ``take {obj} from {source:other}`` never takes the object back out of ``{target}``). Once every step is done the actor falls back to its
 default: a seeded random valid action, biased towards actions that share a word with the instruction
@@ -56,17 +58,26 @@ _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]{0,31})(?::([A-Za-z]+))?\}")
 _REPEAT = re.compile(r"^repeat\s+(.+?)(?:\s+until you can\s+(.+))?$", re.IGNORECASE)
 _NOTE = re.compile(r"^note\s+.+?\s+from:\s*(.+)$", re.IGNORECASE)
 _OPTIONAL = re.compile(r"^(.+?)\s+if possible\.?$", re.IGNORECASE)
-_TYPES = {
+_TYPES = {  # typed ones are atomic (possessive): they never backtrack into each other
     "any": r".+?",
-    "number": r"\d+(?:[.,]\d+)?",
-    "id": r"(?=[a-z0-9]*\d)[a-z0-9]{6,}",
-    "Name": r"[A-Z][\w'.-]*(?: [A-Z][\w'.-]*)*",
+    "number": r"(?>\d++(?:[.,]\d++)?+)",
+    "id": r"(?=[a-z]*+\d)[a-z0-9]{6,}+",
+    "Name": r"(?-i:(?<![\w'-])(?>[A-Z][\w'-]{0,40}+(?: [A-Z][\w'-]{0,40}+){0,5}+))",
     "task": r".+?",
     "other": r".+?",
 }
 #: Parsing stops after this many characters of skill text and this many steps per procedure.
 MAX_TEXT_CHARS = 200_000
 MAX_STEPS = 64
+#: Placeholders whose text is open-ended (``any``, ``task``, ``other``) allowed per template (notes: per
+#: pattern). Each one multiplies the regex's backtracking; a template with more never matches, so a
+#: hostile skill cannot make one match take minutes.
+MAX_OPEN = 2
+MAX_OPEN_IN_NOTE = 0
+#: Only this much of an action / instruction / observation is matched against templates.
+MAX_MATCHED_CHARS = 2_000
+MAX_SEARCHED_CHARS = 20_000
+_OPEN = frozenset({"any", "task", "other"})
 #: Words too common to make an action "about" the instruction.
 _STOP = frozenset("a an the some it in on to and of with from for is are i am need looking put go".split())
 
@@ -140,11 +151,15 @@ def _literal(text: str, numbered: bool) -> str:
     return re.sub(r"(?<=[A-Za-z])(?=\\ |$)", r"(?: \\d+)?", escaped) if numbered else escaped
 
 
+_NEVER = re.compile(r"(?!)")
+
+
 @lru_cache(maxsize=4096)
 def _compile(template: str, bindings: tuple[tuple[str, str], ...], *, numbered: bool,
-             flags: int = re.IGNORECASE) -> tuple[re.Pattern[str], list[tuple[str, str]]]:
+             flags: int = re.IGNORECASE, max_open: int = MAX_OPEN) -> tuple[re.Pattern[str], list[tuple[str, str]]]:
     """A regex for ``template`` and the (name, type) of the placeholders it captures; bound placeholders
-    must equal their value (followed by an instance number if ``numbered``)."""
+    must equal their value (followed by an instance number if ``numbered``). More than ``max_open``
+    open-ended placeholders: a regex that never matches."""
     bound = dict(bindings)
     parts: list[str] = []
     groups: list[tuple[str, str]] = []
@@ -161,6 +176,8 @@ def _compile(template: str, bindings: tuple[tuple[str, str], ...], *, numbered: 
             groups.append((name, kind))
         position = m.end()
     parts.append(_literal(template[position:], numbered))
+    if sum(kind in _OPEN for _, kind in groups) > max_open:
+        return _NEVER, groups
     return re.compile("".join(parts), flags | re.DOTALL), groups
 
 
@@ -169,7 +186,7 @@ def match_template(template: str, action: str, bindings: dict[str, str], instruc
     """The bindings extended by matching ``action`` against ``template`` in full, or ``None``.
     ``task_values``: what the ``Task:`` pattern bound (an ``other`` placeholder may not be one of them)."""
     pattern, groups = _compile(template, tuple(sorted(bindings.items())), numbered=True)
-    m = pattern.fullmatch(action.strip())
+    m = pattern.fullmatch(action.strip()[:MAX_MATCHED_CHARS])
     if m is None:
         return None
     found = {name: m.group(name) for name, _ in groups}
@@ -184,7 +201,7 @@ def match_template(template: str, action: str, bindings: dict[str, str], instruc
 def match_task(pattern: str, instruction: str) -> dict[str, str] | None:
     """Bindings from a ``Task:`` pattern matched against the whole instruction, or ``None``."""
     regex, groups = _compile(pattern.rstrip(" ."), (), numbered=False)
-    m = regex.fullmatch(_normalise(instruction).rstrip(" ."))
+    m = regex.fullmatch(_normalise(instruction[:MAX_MATCHED_CHARS]).rstrip(" ."))
     return None if m is None else {name: m.group(name).strip() for name, _ in groups}
 
 
@@ -278,8 +295,9 @@ class ProcedureActor:
 
 
 def _search(pattern: str, text: str, bindings: dict[str, str]) -> dict[str, str] | None:
-    regex, groups = _compile(pattern, tuple(sorted(bindings.items())), numbered=False, flags=0)
-    m = regex.search(text[:MAX_TEXT_CHARS])
+    regex, groups = _compile(pattern, tuple(sorted(bindings.items())), numbered=False, flags=0,
+                             max_open=MAX_OPEN_IN_NOTE)
+    m = regex.search(text[:MAX_SEARCHED_CHARS])
     return None if m is None else {name: m.group(name).strip() for name, _ in groups}
 
 

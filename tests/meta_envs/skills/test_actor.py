@@ -139,3 +139,21 @@ def test_any_policy_acts_through_the_adapter_with_the_skills_in_its_system_promp
     system = policy.seen[0][0]
     assert system["role"] == "system" and "heat-then-place" in system["content"] and "1. repeat open" in system["content"]
     assert policy.seen[3][-2] == {"role": "assistant", "content": actions[2]}
+
+
+@pytest.mark.parametrize("template", [
+    "{a}{b}{c}{d}{e} zz", "{a} {b} {c} zz", "{a:Name} {b:Name} {c:Name} zz", "{a:number}{b:number} zz", "{a:id}{b:id} z",
+])
+def test_hostile_templates_cannot_make_matching_slow(template: str):
+    import time
+
+    from meta_envs.skills.actor import _search
+
+    started = time.perf_counter()
+    assert match_template(template, "take apple 1 from countertop 1 and more " * 50, {}, "") is None
+    assert match_task(template, "Heat Some Apple 12 And Put It In The Fridge " * 50) is None
+    assert _search(template, "Word 123 b0abc12345 " * 2000, {}) is None
+    actor = ProcedureActor()
+    actor.reset(instruction="x " * 1000, system_prompt="\n".join(f"{i}. {template}" for i in range(1, 65)), seed=0)
+    actor.act("Word " * 4000, {"valid_actions": ["look " * 300] * 50})
+    assert time.perf_counter() - started < 2.0
