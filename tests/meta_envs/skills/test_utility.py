@@ -164,3 +164,30 @@ class _Expert:
 
     def act(self, observation, info):
         return self.env.unwrapped.expert_action()
+
+
+@pytest.mark.parametrize("family, env_id", [
+    ("household", "agentgym/Household-Examine-v0"), ("household", "agentgym/Household-PickTwo-v0"),
+    ("webshop", "agentgym/WebShop-v0"), ("search", "agentgym/Search-1Hop-v0"), ("puzzles", "agentgym/Hanoi-Easy-v0"),
+])
+def test_each_curated_library_round_trips_and_raises_held_out_return(family: str, env_id: str, tmp_path):
+    library = SkillLibrary.load(f"meta_envs/skills/curated/{family}")
+    library.save(tmp_path / family)
+    for skill in library:
+        assert (tmp_path / family / skill.name / "SKILL.md").read_bytes() == \
+            open(f"meta_envs/skills/curated/{family}/{skill.name}/SKILL.md", "rb").read()
+    num_tasks = getattr(gymnasium.make(env_id).unwrapped, "num_tasks", 1000)
+    shown, probes = split_tasks(num_tasks, 4, 12, seed=1)
+    u = measure_utility(env_id, SkillLibrary(), library, probes, ProcedureActor(), shown=shown)
+    assert u.U >= 0.2 and u.regressions == 0 and accept(u), u.to_info()
+
+
+def test_the_curated_terminal_skills_pass_their_own_tests_and_solve_the_chores_they_name():
+    from meta_envs.skills.code_skills import check_code_skill
+
+    library = SkillLibrary.load("meta_envs/skills/curated/terminal")
+    code = library.get("top-field-values")
+    assert code.kind == "code" and check_code_skill(code).passed
+    u = measure_utility(ProbeRunner("agentgym/Terminal-v0", code_skills=True), SkillLibrary(), library,
+                        [8, 11, 20], ProcedureActor())  # grep ERROR, the top IP (the code skill), a python task
+    assert [p[3] - p[2] for p in u.per_probe] == [1.0, 1.0, 0.0]
