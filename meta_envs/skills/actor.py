@@ -359,3 +359,20 @@ class PolicyActor:
         completion = self.policy.act([self._history.messages(window=self.window)], sampling=sampling)[0]
         self._last = completion.text if isinstance(completion.text, str) else ""
         return self._last
+
+
+def actor_from_spec(spec: str | Actor) -> Actor:
+    """An actor from a spec: ``procedure`` (the default baseline), or a model policy spec of the leaderboards
+    (``hf:tiny``, ``hf:<dir>``, ``vllm:<dir>``, ``openai:<base_url>#<model>``, ``checkpoint:<dir>``) wrapped in
+    :class:`PolicyActor`. An :class:`Actor` passes through."""
+    if not isinstance(spec, str):
+        return spec
+    if spec.strip() == "procedure":
+        return ProcedureActor()
+    from leaderboards.policies import parse_spec
+
+    parsed = parse_spec(spec)
+    if parsed.env_side:
+        raise ValueError(f"expected 'procedure' or a model policy spec (hf:, vllm:, openai:, checkpoint:), got {spec!r}; "
+                         f"env-side policies act from the env's state, not from the skills")
+    return PolicyActor(parsed.build(), name=parsed.text)

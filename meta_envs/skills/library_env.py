@@ -1,8 +1,9 @@
 """``agentgym/SkillLibrary-v0``: the reflector manages a skill library, and each operation's utility is measured.
 
 Arguments (``gymnasium.make`` kwargs): ``family`` (a key of :data:`FAMILIES`: ``household`` or one task
-type ``household-heat`` …, ``webshop``, ``search``, ``puzzles``, ``terminal``), ``actor`` (default the
-:class:`~meta_envs.skills.actor.ProcedureActor`), ``n_probes`` (16), ``n_shown`` (4 training tasks whose
+type ``household-heat`` …, ``webshop``, ``search`` (one-hop questions), ``puzzles`` (Hanoi), ``terminal``),
+``actor`` (an :class:`~meta_envs.skills.actor.Actor` or a spec: ``procedure``, the default, or a model spec
+such as ``hf:tiny`` / ``vllm:<dir>`` / ``openai:<url>#<model>``; :func:`~meta_envs.skills.actor.actor_from_spec`), ``n_probes`` (16), ``n_shown`` (4 training tasks whose
 trajectories are shown), ``library`` (the starting :class:`~meta_envs.skills.library.SkillLibrary` or a path
 to one; default empty), ``max_ops`` (4), ``token_budget`` (5000), ``backend`` (``bwrap``: where code
 skills' tests run).
@@ -41,7 +42,7 @@ from typing import Any, ClassVar
 
 from agentgym_envs.core import InfraError, Step, TextEnv
 
-from .actor import Actor, ProcedureActor
+from .actor import Actor, ProcedureActor, actor_from_spec
 from .library import SkillLibrary
 from .operations import Operation, OperationError, apply_operation, parse_operation
 from .reflector import distil_action, render_trajectory
@@ -101,7 +102,7 @@ class SkillLibraryEnv(TextEnv):
     max_action_chars: ClassVar[int] = 64_000
     snapshot_exclude: ClassVar[tuple[str, ...]] = ("_runner",)
 
-    def __init__(self, family: str = "household", actor: Actor | None = None, n_probes: int = 16, n_shown: int = 4,
+    def __init__(self, family: str = "household", actor: Actor | str | None = None, n_probes: int = 16, n_shown: int = 4,
                  library: SkillLibrary | str | os.PathLike[str] | None = None, max_ops: int = 4,
                  token_budget: int = DEFAULT_TOKEN_BUDGET, backend: str = "bwrap", render_mode: str | None = None):
         super().__init__(render_mode=render_mode)
@@ -111,7 +112,7 @@ class SkillLibraryEnv(TextEnv):
             raise ValueError(f"expected n_probes >= 2, n_shown >= 1, max_ops >= 1, got {n_probes}, {n_shown}, {max_ops}")
         self.family, self.n_probes, self.n_shown, self.max_ops = family, n_probes, n_shown, max_ops
         self.token_budget, self.backend = token_budget, backend
-        self.actor: Actor = actor if actor is not None else ProcedureActor()
+        self.actor: Actor = actor_from_spec(actor) if actor is not None else ProcedureActor()
         if library is None or isinstance(library, SkillLibrary):
             self.initial_library = library or SkillLibrary()
         else:

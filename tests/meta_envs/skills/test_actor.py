@@ -157,3 +157,16 @@ def test_hostile_templates_cannot_make_matching_slow(template: str):
     actor.reset(instruction="x " * 1000, system_prompt="\n".join(f"{i}. {template}" for i in range(1, 65)), seed=0)
     actor.act("Word " * 4000, {"valid_actions": ["look " * 300] * 50})
     assert time.perf_counter() - started < 2.0
+
+
+def test_actor_specs_name_the_procedure_actor_or_a_model_policy():
+    from leaderboards.errors import PolicySpecError
+    from meta_envs.skills.actor import actor_from_spec
+
+    assert isinstance(actor_from_spec("procedure"), ProcedureActor)
+    mine = ProcedureActor(name="mine")
+    assert actor_from_spec(mine) is mine
+    with pytest.raises(ValueError, match="env-side"):
+        actor_from_spec("random")
+    with pytest.raises(PolicySpecError, match="unknown policy spec"):
+        actor_from_spec("gpt-4")
