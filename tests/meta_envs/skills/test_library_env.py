@@ -174,3 +174,29 @@ def test_parse_operation_reads_fences_and_refuses_trailing_text():
 def test_check_env_passes():
     report = check_env("agentgym/SkillLibrary-v0")
     assert report.passed, str(report)
+
+
+def test_hostile_file_sections_are_refused():
+    env = _env()
+    for path in ("../evil.py", "/etc/passwd", "SKILL.md", "a/../../b"):
+        _, reward, _, _, info = env.step("ADD\n" + HEAT.to_skill_md() + f"=== {path} ===\nprint('x')\n")
+        assert reward == -1.0 and info["action_valid"] is False and info["library"] == [], path
+        env.reset(seed=0)
+
+
+def test_our_sandbox_failing_is_infra_not_the_reflectors_outcome(monkeypatch):
+    import sandboxes
+    from meta_envs.skills import code_skills
+
+    def refuse(*args, **kwargs):
+        raise sandboxes.SandboxError("bwrap: no permission to create a namespace")
+
+    env = SkillLibraryEnv(family="terminal", n_shown=1, n_probes=2)
+    env.reset(seed=0)
+    monkeypatch.setattr(code_skills.sandboxes, "make", refuse)
+    try:
+        _, reward, terminated, truncated, info = env.step(_code_skill_action(42))
+        assert reward == 0.0 and truncated and not terminated and "could not start" in info["infra_error"]
+    finally:
+        monkeypatch.undo()
+        env.close()
