@@ -135,12 +135,16 @@ def evaluate_family(family: str, *, n: int = 50, seed: int = 0, actor: Actor | N
                     ) -> tuple[list[ConditionResult], SkillLibrary]:
     """The three conditions on ``family`` (see the module docstring), and the self-generated library."""
     actor = actor if actor is not None else ProcedureActor()
-    generated, used = self_generated_library(family, seed=seed, actor=actor, reflector=reflector, **(reflector_kwargs or {}))
-    libraries = {"none": SkillLibrary(), "curated": curated_library(family), "self-generated": generated}
-    spec = FAMILIES[family]
-    runner = ProbeRunner(spec.env_id, dict(spec.env_kwargs))
+    spec, kwargs = FAMILIES[family], dict(reflector_kwargs or {})
+    runner = ProbeRunner(spec.env_id, dict(spec.env_kwargs), code_skills=spec.code_skills)
     try:
         num_tasks = getattr(runner.env.unwrapped, "num_tasks", SEEDED_TASKS)
+        reserved = kwargs.get("n_probes", 16) + kwargs.get("n_shown", 4)  # SkillLibrary-v0's defaults
+        if num_tasks - reserved < n:  # refuse before the reflector's episode, not after it
+            raise ValueError(f"expected at least {n} unused tasks in {spec.env_id}, got {num_tasks} minus the "
+                             f"reflector's {reserved}; ask for fewer")
+        generated, used = self_generated_library(family, seed=seed, actor=actor, reflector=reflector, **kwargs)
+        libraries = {"none": SkillLibrary(), "curated": curated_library(family), "self-generated": generated}
         tasks = evaluation_tasks(num_tasks, used, n, seed=seed)
         arms = {name: runner.arm(lib, tasks, tasks, actor)[0] for name, lib in libraries.items()}
     finally:

@@ -55,9 +55,11 @@ def test_an_evaluation_is_deterministic():
     assert evaluate(["household-heat"], n=8, seed=3).to_dict() == first
 
 
-def test_families_without_a_curated_library_are_refused_before_any_work():
-    with pytest.raises(ValueError, match="expected a family with a curated library .*got 'terminal'"):
-        evaluate(["household-heat", "terminal"], n=4)
+def test_families_without_a_curated_library_are_refused_before_any_work(monkeypatch, tmp_path):
+    (tmp_path / "household").mkdir()
+    monkeypatch.setattr(evaluation, "CURATED_ROOT", tmp_path)  # a checkout whose only curated family is household
+    with pytest.raises(ValueError, match=r"expected a family with a curated library \(household\), got 'webshop'"):
+        evaluate(["household-heat", "webshop"], n=4)
     with pytest.raises(ValueError, match="expected a family of .*got 'nope'"):
         evaluate(["nope"], n=4)
 
@@ -73,8 +75,10 @@ def test_the_command_prints_the_table_writes_json_and_saves_the_self_generated_l
     assert data["command"] == "agentgym skills eval --families household-heat --tasks 6 --seed 0"
     saved = SkillLibrary.load(libraries / "household-heat")
     assert saved.version == data["rows"][2]["library_version"]
-    assert main(["skills", "eval", "--families", "terminal"]) == 2
-    assert "curated library" in capsys.readouterr().out
+    assert main(["skills", "eval", "--families", "terminal", "--tasks", "60"]) == 2  # Terminal has 52 tasks
+    assert "expected at least 60 unused tasks in agentgym/Terminal-v0, got 52" in capsys.readouterr().out
+    assert main(["skills", "eval", "--families", "household-heat", "--actor", "nope:x"]) == 2
+    assert "--actor: unknown policy spec 'nope:x'" in capsys.readouterr().out
 
 
 def test_the_table_in_the_docs_is_what_its_command_prints(capsys):
