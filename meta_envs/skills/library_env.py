@@ -6,7 +6,9 @@ type ``household-heat`` …, ``webshop``, ``search`` (one-hop questions), ``puzz
 such as ``hf:tiny`` / ``vllm:<dir>`` / ``openai:<url>#<model>``; :func:`~meta_envs.skills.actor.actor_from_spec`), ``n_probes`` (16), ``n_shown`` (4 training tasks whose
 trajectories are shown), ``library`` (the starting :class:`~meta_envs.skills.library.SkillLibrary` or a path
 to one; default empty), ``max_ops`` (4), ``token_budget`` (5000), ``backend`` (``bwrap``: where code
-skills' tests run).
+skills' tests run), ``retrieval`` (how the actor is shown the library: ``all`` bodies, the default;
+``bm25`` top-3 by the instruction; ``index`` for actors that call ``read_skill``; see
+:func:`~meta_envs.skills.showing.with_skills`).
 
 Episode: ``reset(seed=s)`` draws ``n_shown`` training tasks and ``n_probes`` held-out probe tasks, disjoint
 (:func:`~meta_envs.skills.utility.split_tasks` with a seed from ``self.np_random``). The observation is a brief:
@@ -104,14 +106,17 @@ class SkillLibraryEnv(TextEnv):
 
     def __init__(self, family: str = "household", actor: Actor | str | None = None, n_probes: int = 16, n_shown: int = 4,
                  library: SkillLibrary | str | os.PathLike[str] | None = None, max_ops: int = 4,
-                 token_budget: int = DEFAULT_TOKEN_BUDGET, backend: str = "bwrap", render_mode: str | None = None):
+                 token_budget: int = DEFAULT_TOKEN_BUDGET, backend: str = "bwrap", retrieval: str = "all",
+                 render_mode: str | None = None):
         super().__init__(render_mode=render_mode)
         if family not in FAMILIES:
             raise ValueError(f"family must be one of {', '.join(FAMILIES)}, got {family!r}")
         if n_probes < 2 or n_shown < 1 or max_ops < 1:
             raise ValueError(f"expected n_probes >= 2, n_shown >= 1, max_ops >= 1, got {n_probes}, {n_shown}, {max_ops}")
         self.family, self.n_probes, self.n_shown, self.max_ops = family, n_probes, n_shown, max_ops
-        self.token_budget, self.backend = token_budget, backend
+        if retrieval not in ("all", "bm25", "index"):
+            raise ValueError(f"retrieval must be 'all', 'bm25' or 'index', got {retrieval!r}")
+        self.token_budget, self.backend, self.retrieval = token_budget, backend, retrieval
         self.actor: Actor = actor_from_spec(actor) if actor is not None else ProcedureActor()
         if library is None or isinstance(library, SkillLibrary):
             self.initial_library = library or SkillLibrary()
@@ -132,7 +137,8 @@ class SkillLibraryEnv(TextEnv):
         """The base env and the baseline-arm cache (made on first use, kept across episodes)."""
         if self._runner is None:
             spec = FAMILIES[self.family]
-            self._runner = ProbeRunner(spec.env_id, dict(spec.env_kwargs), code_skills=spec.code_skills)
+            self._runner = ProbeRunner(spec.env_id, dict(spec.env_kwargs), retrieval=self.retrieval,
+                                       code_skills=spec.code_skills)
         return self._runner
 
     def _reset(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:

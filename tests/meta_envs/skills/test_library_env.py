@@ -200,3 +200,13 @@ def test_our_sandbox_failing_is_infra_not_the_reflectors_outcome(monkeypatch):
     finally:
         monkeypatch.undo()
         env.close()
+
+
+def test_bm25_retrieval_shows_the_actor_the_skill_that_fits():
+    env = SkillLibraryEnv(family="household-heat", retrieval="bm25",
+                          library=CURATED.without("heat-then-place"))
+    env.reset(seed=0)
+    _, reward, _, _, info = env.step("ADD\n" + HEAT.to_skill_md())
+    assert info["accepted"] and info["utility"]["U"] >= 0.2 and reward > 0
+    with pytest.raises(ValueError, match="retrieval"):
+        SkillLibraryEnv(retrieval="everything")
