@@ -73,7 +73,7 @@ class ReflectEnv(TextEnv):
     reward_bounds: ClassVar[tuple[float, float]] = (-1.0, 1.0)
     invalid_action_penalty: ClassVar[float] = INVALID_PENALTY
     max_action_chars: ClassVar[int] = 262_144
-    snapshot_exclude: ClassVar[tuple[str, ...]] = ("_runner",)
+    snapshot_exclude: ClassVar[tuple[str, ...]] = ("_runner", "actor")  # static: a model actor never pickles
 
     def __init__(
         self, family: str = "household-heat", *, actor: Actor | None = None, n_probes: int = 8, n_shown: int = 2,

@@ -137,3 +137,16 @@ def test_reflect_works_on_other_families():
 def test_unknown_or_code_families_are_refused_with_the_choices():
     with pytest.raises(ValueError, match="family must be one of .*household-heat"):
         ReflectEnv(family="terminal")
+
+
+def test_snapshots_leave_the_actor_out_so_a_model_actor_does_not_block_them():
+    from meta_envs.skills.actor import ProcedureActor
+
+    actor = ProcedureActor()
+    actor.model = lambda prompt: prompt  # stands for a loaded model: not picklable
+    env, _ = fresh(actor=actor)
+    env.step(HEAT)
+    state = env.get_state()
+    other = ReflectEnv(actor=actor)
+    other.set_state(state)
+    assert other.step(INJECTION) == env.step(INJECTION)
