@@ -195,20 +195,34 @@ class WithCodeSkills(gymnasium.Wrapper):
     """Installs a library's code skills into a Terminal episode's sandbox at every reset.
 
     ``info["code_skills_installed"]`` (on reset) lists the names installed. The wrapped env must keep its
-    sandbox as ``unwrapped._box`` (``TerminalEnv`` does); an env that has none installs nothing.
+    sandbox as ``unwrapped._box`` (``TerminalEnv`` does); an env that has none installs nothing. If our write
+    into the fresh sandbox fails, the episode is our failure, not the agent's: the reset info has
+    ``infra_error`` and the first step truncates the episode with it, without stepping the env.
     """
 
     def __init__(self, env: gymnasium.Env, skills: Iterable[Any]):
         super().__init__(env)
         self.code_skills = [skill for skill in skills if is_code_skill(skill)]
+        self._failed: str | None = None
 
     def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
         observation, info = self.env.reset(**kwargs)
         box = getattr(self.env.unwrapped, "_box", None)
         installed: list[str] = []
+        self._failed = None
         if box is not None and info.get("infra_error") is None:
             try:
                 installed = install_code_skills(box, self.code_skills)
-            except SandboxError as e:  # our own write into a pristine sandbox failed: infrastructure
-                info = dict(info, infra_error=f"could not install code skills into the sandbox: {e}")
+            except SandboxError as e:
+                self._failed = f"could not install code skills into the sandbox: {e}"
+                info = dict(info, infra_error=self._failed)
         return observation, dict(info, code_skills_installed=installed)
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        if self._failed is not None:
+            base = self.env.unwrapped
+            info = {"action_valid": True, "parse_error": None, "won": False, "score": 0.0, "infra_error": self._failed,
+                    "state_key": base.state_key() if hasattr(base, "state_key") else "",
+                    "metrics": base.metrics() if hasattr(base, "metrics") else {}}
+            return f"The environment's infrastructure failed (not your fault): {self._failed}", 0.0, False, True, info
+        return self.env.step(action)

@@ -156,3 +156,19 @@ def test_installed_code_skills_run_inside_a_terminal_episode():
         assert "skill.py" in observation and info["code_skills_installed"] == ["count-lines"]
     finally:
         env.close()
+
+
+def test_a_failed_install_is_infra_and_truncates_the_episode_without_stepping(monkeypatch):
+    def refuse(box, skills):
+        raise sandboxes.SandboxError("the supervisor refused the write")
+
+    monkeypatch.setattr(code_skills, "install_code_skills", refuse)
+    env = WithCodeSkills(TerminalEnv(backend="bwrap", split="test", difficulty="easy"), [code_skill()])
+    try:
+        _, info = env.reset(seed=0)
+        assert "refused the write" in info["infra_error"] and info["code_skills_installed"] == []
+        _, reward, terminated, truncated, info = env.step("touch /work/stepped")
+        assert (reward, terminated, truncated) == (0.0, False, True) and "refused the write" in info["infra_error"]
+        assert env.unwrapped.metrics()["commands"] == 0.0  # the base env was not stepped
+    finally:
+        env.close()
