@@ -48,6 +48,7 @@ class ConditionResult:
 
     family: str
     condition: str
+    env_id: str
     successes: int
     n: int
     mean_return: float
@@ -82,12 +83,12 @@ class EvalReport:
 
     def to_markdown(self) -> str:
         """The three-condition table: success with Wilson 95% intervals, mean return, paired delta to none."""
-        lines = ["| family | condition | skills | success | 95% interval | mean return | Δ return vs none (95%) |",
-                 "|---|---|---|---|---|---|---|"]
+        lines = ["| family | base env | condition | skills | success | 95% interval | mean return | Δ return vs none (95%) |",
+                 "|---|---|---|---|---|---|---|---|"]
         for r in self.rows:
             low, high = r.interval
             delta = "—" if r.condition == "none" else f"{r.delta:+.3f} ± {r.delta_half_width:.3f}"
-            lines.append(f"| {r.family} | {r.condition} | {len(r.skills)} | {r.successes}/{r.n} = {r.rate:.2f} | "
+            lines.append(f"| {r.family} | `{r.env_id}` | {r.condition} | {len(r.skills)} | {r.successes}/{r.n} = {r.rate:.2f} | "
                          f"[{low:.2f}, {high:.2f}] | {r.mean_return:.3f} | {delta} |")
         return "\n".join(lines)
 
@@ -149,16 +150,16 @@ def evaluate_family(family: str, *, n: int = 50, seed: int = 0, actor: Actor | N
         arms = {name: runner.arm(lib, tasks, tasks, actor)[0] for name, lib in libraries.items()}
     finally:
         runner.close()
-    return [_result(family, name, libraries[name], arms[name], arms["none"]) for name in CONDITIONS], generated
+    return [_result(family, spec.env_id, name, libraries[name], arms[name], arms["none"]) for name in CONDITIONS], generated
 
 
-def _result(family: str, condition: str, library: SkillLibrary, arm: Sequence[Episode],
+def _result(family: str, env_id: str, condition: str, library: SkillLibrary, arm: Sequence[Episode],
             none: Sequence[Episode]) -> ConditionResult:
     n = len(arm)
     diffs = [a.ret - b.ret for a, b in zip(arm, none)]
     mean_diff = sum(diffs) / n
     sd = math.sqrt(sum((d - mean_diff) ** 2 for d in diffs) / (n - 1)) if n > 1 else 0.0
-    return ConditionResult(family, condition, sum(e.won for e in arm), n, sum(e.ret for e in arm) / n, mean_diff,
+    return ConditionResult(family, condition, env_id, sum(e.won for e in arm), n, sum(e.ret for e in arm) / n, mean_diff,
                            Z95 * sd / math.sqrt(n), tuple(library.names()), library.version)
 
 

@@ -69,7 +69,7 @@ def test_the_command_prints_the_table_writes_json_and_saves_the_self_generated_l
     assert main(["skills", "eval", "--families", "household-heat", "--tasks", "6", "--json", str(out),
                  "--libraries", str(libraries)]) == 0
     printed = capsys.readouterr().out
-    assert "| household-heat | curated |" in printed
+    assert "| household-heat | `agentgym/Household-Heat-v0` | curated |" in printed
     data = json.loads(out.read_text())
     assert [row["condition"] for row in data["rows"]] == list(CONDITIONS)
     assert data["command"] == "agentgym skills eval --families household-heat --tasks 6 --seed 0"
