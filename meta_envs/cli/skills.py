@@ -29,6 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     evaluate.add_argument("--actor", default="procedure",
                           help="procedure (the scripted procedure-following actor) or a policy SPEC "
                                "(hf:tiny, hf:<dir>, vllm:<dir>, openai:<base_url>#<model>, checkpoint:<dir>)")
+    evaluate.add_argument("--reflector", default="scripted",
+                          help="scripted (SkillLibrary-v0's scripted reflector) or a policy SPEC writing the operations")
+    evaluate.add_argument("--max-new-tokens", type=int, default=1024, help="a model reflector's longest operation")
     evaluate.add_argument("--probes", type=int, default=16,
                           help="probe tasks of the reflector's SkillLibrary-v0 episode (each operation's measurement)")
     evaluate.add_argument("--shown", type=int, default=4, help="training tasks whose trajectories the reflector reads")
@@ -44,11 +47,12 @@ def run(args: argparse.Namespace) -> int:
     families = [f.strip() for f in args.families.split(",") if f.strip()]
     try:
         actor = _actor(args.actor)
+        reflector = _reflector(args.reflector, args.max_new_tokens, args.seed)
         if args.tasks < 2:
             raise ValueError(f"--tasks: expected at least 2 tasks per family, got {args.tasks}")
         reflector_kwargs = {"n_probes": args.probes, "n_shown": args.shown}
-        report = evaluate(families, n=args.tasks, seed=args.seed, actor=actor, save_dir=args.libraries,
-                          reflector_kwargs=reflector_kwargs)
+        report = evaluate(families, n=args.tasks, seed=args.seed, actor=actor, reflector=reflector,
+                          save_dir=args.libraries, reflector_kwargs=reflector_kwargs)
     except (ValueError, LibraryError) as e:
         print(f"agentgym skills eval: {e}")
         return 2
@@ -57,6 +61,8 @@ def run(args: argparse.Namespace) -> int:
         command += f" --probes {args.probes} --shown {args.shown}"
     if args.actor != "procedure":
         command += f" --actor {args.actor}"
+    if args.reflector != "scripted":
+        command += f" --reflector {args.reflector} --max-new-tokens {args.max_new_tokens}"
     print(f"`{command}` (actor: {report.settings['actor']})\n")
     print(report.to_markdown())
     if args.json:
@@ -66,20 +72,34 @@ def run(args: argparse.Namespace) -> int:
 
 def _actor(spec: str):
     """``None`` (the procedure actor) for ``procedure``, else a policy SPEC behind the actor adapter."""
-    if spec == "procedure":
+    from ..skills.actor import PolicyActor
+
+    return None if spec == "procedure" else PolicyActor(_policy(spec, "--actor"), name=spec)
+
+
+def _reflector(spec: str, max_new_tokens: int, seed: int):
+    """``None`` (the scripted reflector) for ``scripted``, else a policy SPEC writing the operations."""
+    from agentgym_envs.policies import SamplingConfig
+
+    from ..skills.evaluate import PolicyReflector
+
+    if spec == "scripted":
         return None
+    sampling = SamplingConfig(temperature=0.0, max_new_tokens=max_new_tokens, seed=seed)
+    return PolicyReflector(_policy(spec, "--reflector"), sampling, name=spec)
+
+
+def _policy(spec: str, option: str):
     from leaderboards.errors import LeaderboardError
     from leaderboards.policies import parse_spec
     from trainer.cli import quiet_transformers
 
     quiet_transformers()  # no progress bars; never reach the Hub
-
-    from ..skills import actor as actors
-
-    adapter = getattr(actors, "PolicyActor", None)
-    if adapter is None:
-        raise ValueError("--actor: model policies need meta_envs.skills.actor.PolicyActor, which this checkout lacks")
     try:
-        return adapter(parse_spec(spec).build())
+        parsed = parse_spec(spec)
+        if parsed.kind in ("random", "expert"):
+            raise ValueError(f"{option}: expected a model policy (hf:, vllm:, openai:, checkpoint:), got {spec!r}; "
+                             "env-side policies act from a base env's state, not from skills")
+        return parsed.build()
     except LeaderboardError as e:
-        raise ValueError(f"--actor: {e}") from None
+        raise ValueError(f"{option}: {e}") from None

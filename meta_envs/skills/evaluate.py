@@ -8,8 +8,8 @@ held-out tasks three times:
 * ``curated`` — the family's library written here (``meta_envs/skills/curated/<family>/``);
 * ``self-generated`` — the library a reflector built in one ``agentgym/SkillLibrary-v0`` episode on the family
   (by default the scripted reflector, its ``expert_action``: it distils the expert's trajectories on the
-  episode's shown training tasks into procedures, and only operations whose measured utility passed the
-  gate entered the library).
+  episode's shown training tasks into procedures; a model reflects through :class:`PolicyReflector`), where
+  only operations whose measured utility passed the gate entered the library.
 
 The evaluation tasks are drawn (seeded) from the family's task set *outside* both the reflector's shown tasks
 and its probe tasks, so the self-generated condition is held out twice: from what its author saw and from what
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -102,6 +102,26 @@ def curated_library(family: str) -> SkillLibrary:
     return SkillLibrary.load(folder)
 
 
+class PolicyReflector:
+    """An agentgym :class:`~agentgym_envs.policies.base.Policy` (the tiny model, ``hf:``, ``vllm:``, ``openai:``)
+    as the reflector of the self-generated condition: each operation is one completion of SkillLibrary-v0's
+    system prompt and its latest observation (which holds the trajectories, the index and the last result).
+    The sampler's seed moves on with each call, so a run is reproducible."""
+
+    def __init__(self, policy: Any, sampling: Any = None, name: str = "policy"):
+        from agentgym_envs.policies.base import SamplingConfig
+
+        self.policy, self.name, self.calls = policy, name, 0
+        self.sampling = sampling or SamplingConfig(temperature=0.0, max_new_tokens=1024)
+
+    def __call__(self, observation: str) -> str:
+        messages = [{"role": "system", "content": SkillLibraryEnv.system_prompt}, {"role": "user", "content": observation}]
+        sampling = replace(self.sampling, seed=(self.sampling.seed or 0) + self.calls)
+        self.calls += 1
+        text = self.policy.act([messages], sampling=sampling)[0].text
+        return text if isinstance(text, str) else ""
+
+
 def self_generated_library(family: str, *, seed: int = 0, actor: Actor | None = None, reflector: Any = None,
                            **env_kwargs: Any) -> tuple[SkillLibrary, list[int]]:
     """The library one ``SkillLibrary-v0`` episode ends with, and the task indices it used (shown + probes).
@@ -164,7 +184,8 @@ def _result(family: str, env_id: str, condition: str, library: SkillLibrary, arm
 
 
 def evaluate(families: Sequence[str] = DEFAULT_FAMILIES, *, n: int = 50, seed: int = 0, actor: Actor | None = None,
-             reflector_kwargs: dict[str, Any] | None = None, save_dir: str | Path | None = None) -> EvalReport:
+             reflector: Any = None, reflector_kwargs: dict[str, Any] | None = None,
+             save_dir: str | Path | None = None) -> EvalReport:
     """The three-condition table over ``families``, ``n`` held-out tasks each; ``save_dir`` keeps each family's
     self-generated library as ``<save_dir>/<family>/`` (a library folder anyone can read, diff and load)."""
     for family in families:  # every refusal before any work
@@ -173,11 +194,13 @@ def evaluate(families: Sequence[str] = DEFAULT_FAMILIES, *, n: int = 50, seed: i
         curated_library(family)
     rows: list[ConditionResult] = []
     for family in families:
-        results, generated = evaluate_family(family, n=n, seed=seed, actor=actor, reflector_kwargs=reflector_kwargs)
+        results, generated = evaluate_family(family, n=n, seed=seed, actor=actor, reflector=reflector,
+                                             reflector_kwargs=reflector_kwargs)
         rows += results
         if save_dir is not None:
             generated.save(Path(save_dir) / family)
     actor_name = getattr(actor, "name", "procedure") if actor is not None else "procedure"
-    settings = {"families": list(families), "n": n, "seed": seed, "actor": actor_name,
-                "reflector": "scripted (SkillLibrary-v0 expert_action)", "reflector_kwargs": dict(reflector_kwargs or {})}
+    reflector_name = getattr(reflector, "name", "reflector") if reflector is not None else "scripted"
+    settings = {"families": list(families), "n": n, "seed": seed, "actor": actor_name, "reflector": reflector_name,
+                "reflector_kwargs": dict(reflector_kwargs or {})}
     return EvalReport(tuple(rows), settings)

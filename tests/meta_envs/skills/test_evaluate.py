@@ -88,3 +88,36 @@ def test_the_table_in_the_docs_is_what_its_command_prints(capsys):
     assert main(shlex.split(command.group(1))[1:]) == 0
     table = [line for line in capsys.readouterr().out.splitlines() if line.startswith("|")]
     assert len(table) == 2 + 9 and "\n".join(table) in section, "rerun the command and paste its table"
+
+
+class OneOperationPolicy:
+    """A policy (the agentgym Policy protocol) that answers one fixed operation, then DONE; it records its chats."""
+
+    def __init__(self, operation: str):
+        self.operation, self.chats, self.seeds = operation, [], []
+
+    def act(self, batch, *, sampling):
+        from agentgym_envs.policies.base import Completion
+
+        self.chats.append(batch[0])
+        self.seeds.append(sampling.seed)
+        text = self.operation if len(self.chats) == 1 else "DONE"
+        return [Completion(text, [], [], "stop")]
+
+
+def test_a_policy_reflector_writes_the_self_generated_library():
+    heat = (Path(evaluation.CURATED_ROOT) / "household" / "heat-then-place" / "SKILL.md").read_text()
+    policy = OneOperationPolicy("ADD\n" + heat)
+    report = evaluate(["household-heat"], n=8, seed=0, reflector=evaluation.PolicyReflector(policy, name="one-op"))
+    generated = report.row("household-heat", "self-generated")
+    assert generated.skills == ("heat-then-place",) and generated.rate >= 0.5  # measured, accepted, then evaluated
+    assert report.settings["reflector"] == "one-op"
+    system, user = policy.chats[0]
+    assert system["role"] == "system" and "## Trajectories" in user["content"]
+    assert policy.seeds == [0, 1]  # one completion per operation, each with its own seed
+
+
+def test_env_side_policies_are_refused_as_actor_or_reflector(capsys):
+    for option in ("--actor", "--reflector"):
+        assert main(["skills", "eval", "--families", "household-heat", option, "expert"]) == 2
+        assert f"{option}: expected a model policy" in capsys.readouterr().out
