@@ -35,6 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     evaluate.add_argument("--probes", type=int, default=16,
                           help="probe tasks of the reflector's SkillLibrary-v0 episode (each operation's measurement)")
     evaluate.add_argument("--shown", type=int, default=4, help="training tasks whose trajectories the reflector reads")
+    evaluate.add_argument("--retrieval", default="all", choices=("all", "bm25", "index"),
+                          help="how the actor is shown a library (meta_envs.skills.showing.with_skills)")
     evaluate.add_argument("--json", default=None, help="also write the rows and settings here")
     evaluate.add_argument("--libraries", default=None,
                           help="save each family's self-generated library under this folder (<folder>/<family>/)")
@@ -50,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         reflector = _reflector(args.reflector, args.max_new_tokens, args.seed)
         if args.tasks < 2:
             raise ValueError(f"--tasks: expected at least 2 tasks per family, got {args.tasks}")
-        reflector_kwargs = {"n_probes": args.probes, "n_shown": args.shown}
+        reflector_kwargs = {"n_probes": args.probes, "n_shown": args.shown, "retrieval": args.retrieval}
         report = evaluate(families, n=args.tasks, seed=args.seed, actor=actor, reflector=reflector,
                           save_dir=args.libraries, reflector_kwargs=reflector_kwargs)
     except (ValueError, LibraryError) as e:
@@ -59,6 +61,8 @@ def run(args: argparse.Namespace) -> int:
     command = f"agentgym skills eval --families {','.join(families)} --tasks {args.tasks} --seed {args.seed}"
     if (args.probes, args.shown) != (16, 4):
         command += f" --probes {args.probes} --shown {args.shown}"
+    if args.retrieval != "all":
+        command += f" --retrieval {args.retrieval}"
     if args.actor != "procedure":
         command += f" --actor {args.actor}"
     if args.reflector != "scripted":

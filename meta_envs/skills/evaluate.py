@@ -13,9 +13,11 @@ held-out tasks three times:
 
 The evaluation tasks are drawn (seeded) from the family's task set *outside* both the reflector's shown tasks
 and its probe tasks, so the self-generated condition is held out twice: from what its author saw and from what
-accepted its skills. Every condition plays the same task indices with the same seeds (common random numbers),
-so ``delta`` — the paired mean return difference to ``none``, with its 95% normal interval — compares the
-conditions on identical episodes. Success is ``won``, with a Wilson 95% interval
+accepted its skills. Skills are shown with ``retrieval`` (a ``reflector_kwargs`` key, as in SkillLibrary-v0:
+``all`` by default, ``bm25``, ``index``), the same in the reflector's episode and in the evaluation. Every
+condition plays the same task indices with the same seeds (common random numbers), so ``delta`` — the paired
+mean return difference to ``none``, with its 95% normal interval — compares the conditions on identical
+episodes. Success is ``won``, with a Wilson 95% interval
 (:func:`agentgym_envs.stats.wilson`).
 
 ``agentgym skills eval`` (``meta_envs/cli/skills.py``) runs this and prints :meth:`EvalReport.to_markdown`;
@@ -157,7 +159,8 @@ def evaluate_family(family: str, *, n: int = 50, seed: int = 0, actor: Actor | N
     """The three conditions on ``family`` (see the module docstring), and the self-generated library."""
     actor = actor if actor is not None else ProcedureActor()
     spec, kwargs = FAMILIES[family], dict(reflector_kwargs or {})
-    runner = ProbeRunner(spec.env_id, dict(spec.env_kwargs), code_skills=spec.code_skills)
+    retrieval = kwargs.get("retrieval", "all")  # evaluated as the reflector's episode measured: shown alike
+    runner = ProbeRunner(spec.env_id, dict(spec.env_kwargs), retrieval=retrieval, code_skills=spec.code_skills)
     try:
         num_tasks = getattr(runner.env.unwrapped, "num_tasks", SEEDED_TASKS)
         reserved = kwargs.get("n_probes", 16) + kwargs.get("n_shown", 4)  # SkillLibrary-v0's defaults

@@ -121,3 +121,14 @@ def test_env_side_policies_are_refused_as_actor_or_reflector(capsys):
     for option in ("--actor", "--reflector"):
         assert main(["skills", "eval", "--families", "household-heat", option, "expert"]) == 2
         assert f"{option}: expected a model policy" in capsys.readouterr().out
+
+
+def test_utility_is_measured_as_skills_are_shown():
+    """In ``index`` mode only names and descriptions are shown; the procedure actor never calls read_skill, so
+    no library changes what it does: curated skills measure exactly 0, and the reflector's gate keeps nothing."""
+    report = evaluate(["household-heat"], n=8, seed=0, reflector_kwargs={"retrieval": "index"})
+    curated, generated = report.row("household-heat", "curated"), report.row("household-heat", "self-generated")
+    assert curated.skills and curated.delta == 0.0 and curated.delta_half_width == 0.0
+    assert generated.skills == () and report.settings["reflector_kwargs"] == {"retrieval": "index"}
+    shown = evaluate(["household-heat"], n=8, seed=0, reflector_kwargs={"retrieval": "bm25"})
+    assert shown.row("household-heat", "curated").delta >= 0.5
