@@ -93,6 +93,9 @@ def check_code_skill(
 
     A text skill has nothing to run and passes (``detail`` says so). See the module docstring for the rules.
     """
+    if backend not in sandboxes.REAL_BACKENDS:
+        raise ValueError(f"backend must be one of {sandboxes.REAL_BACKENDS}, got {backend!r}: a skill's script is "
+                         "model-written code and runs only in a real sandbox")
     started = time.monotonic()
     if not is_code_skill(skill):
         return CodeSkillReport(True, "a text skill: no script, no tests to run")

@@ -172,3 +172,11 @@ def test_a_failed_install_is_infra_and_truncates_the_episode_without_stepping(mo
         assert env.unwrapped.metrics()["commands"] == 0.0  # the base env was not stepped
     finally:
         env.close()
+
+
+def test_the_unsafe_backend_is_refused(tmp_path):
+    canary = tmp_path / "ran-on-host"
+    script = f"open({str(canary)!r}, 'w').write('x')\n" + SCRIPT
+    with pytest.raises(ValueError, match="runs only in a real sandbox"):
+        check_code_skill(code_skill(script=script), backend="unsafe")
+    assert not canary.exists()
