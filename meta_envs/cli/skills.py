@@ -44,6 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..skills.evaluate import evaluate
+    from agentgym_envs.core.errors import InfraError
+
     from ..skills.library import LibraryError
 
     families = [f.strip() for f in args.families.split(",") if f.strip()]
@@ -58,6 +60,9 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, LibraryError) as e:
         print(f"agentgym skills eval: {e}")
         return 2
+    except InfraError as e:  # our sandbox or a base env failed, not the skills: say so, no table
+        print(f"agentgym skills eval: infrastructure failure (not a result): {e}")
+        return 1
     command = f"agentgym skills eval --families {','.join(families)} --tasks {args.tasks} --seed {args.seed}"
     if (args.probes, args.shown) != (16, 4):
         command += f" --probes {args.probes} --shown {args.shown}"

@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence
 
+from agentgym_envs.core.errors import InfraError
 from agentgym_envs.stats import Z95, wilson
 
 from .actor import Actor, ProcedureActor
@@ -138,7 +139,7 @@ def self_generated_library(family: str, *, seed: int = 0, actor: Actor | None = 
             action = env.expert_action() if reflector is None else reflector(observation)
             observation, _, terminated, truncated, info = env.step(action)
             if info.get("infra_error"):
-                raise RuntimeError(f"the {family} reflector episode failed on our side: {info['infra_error']}")
+                raise InfraError(f"the {family} reflector episode failed on our side: {info['infra_error']}")
             done = terminated or truncated
         return env.library, sorted(set(env.shown) | set(env.probes))
     finally:

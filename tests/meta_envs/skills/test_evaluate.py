@@ -132,3 +132,15 @@ def test_utility_is_measured_as_skills_are_shown():
     assert generated.skills == () and report.settings["reflector_kwargs"] == {"retrieval": "index"}
     shown = evaluate(["household-heat"], n=8, seed=0, reflector_kwargs={"retrieval": "bm25"})
     assert shown.row("household-heat", "curated").delta >= 0.5
+
+
+def test_a_failure_of_our_machinery_is_reported_as_such_and_prints_no_table(monkeypatch, capsys):
+    from agentgym_envs.core.errors import InfraError
+
+    def broken_arm(self, library, probes, seeds, actor):
+        raise InfraError("the base env's server went away")
+
+    monkeypatch.setattr(evaluation.ProbeRunner, "arm", broken_arm)
+    assert main(["skills", "eval", "--families", "household-heat", "--tasks", "4"]) == 1
+    out = capsys.readouterr().out
+    assert "infrastructure failure (not a result): " in out and "server went away" in out and "|" not in out
