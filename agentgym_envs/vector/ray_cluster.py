@@ -2,20 +2,23 @@
 
 Left to its defaults, Ray 2.60 does three things that a test run or a laptop must not:
 
-* it binds and advertises the machine's own non-loopback address: :func:`init_ray` and
-  :func:`local_cluster` pin the node IP to ``127.0.0.1`` (``ray start`` takes ``--node-ip-address=127.0.0.1``);
+* it binds and advertises the machine's routable address (found with a UDP ``connect`` to 8.8.8.8), and
+  turns a requested ``127.0.0.1`` into that address too. ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` is Ray's
+  own switch for single-machine clusters (on by default only on Windows and macOS): with it Ray uses
+  ``127.0.0.1`` as the node address. It is in :data:`LOOPBACK_ENV`, which :func:`init_ray` applies to a
+  local cluster (``address=None``) or a loopback address, never to a real multi-machine cluster;
 * it reports usage stats: ``RAY_USAGE_STATS_ENABLED=0`` turns the report off, and
   ``RAY_USAGE_STATS_REPORT_URL`` points the one "usage is disabled" notice that a ``ray start`` cluster
-  still sends at the loopback discard port, where it fails at once;
+  still sends at the loopback discard port, where it fails at once (:data:`QUIET_ENV`, always applied);
 * its usage-stats module (loaded in the dashboard process even with the dashboard off) asks the
   cloud-metadata address ``169.254.169.254`` which cloud it runs on, unless ``~/ray_bootstrap_config.yaml``
   names the provider. Ray's head processes are therefore started with ``HOME`` set to a scratch directory
   (:func:`bootstrap_home`) whose bootstrap file says ``provider: {type: local}``; env workers get the
-  user's real ``HOME`` back through the job's ``runtime_env``. For ``ray start`` by hand:
+  user's real ``HOME`` back through the job's ``runtime_env``. For ``ray start --head`` by hand:
   ``HOME=$(python -c 'from agentgym_envs.vector.ray_cluster import bootstrap_home; print(bootstrap_home())')``.
 
-The dashboard is off (``include_dashboard=False``) and ``RAY_AUTH_MODE=disabled`` is set for local
-clusters; a cluster across machines needs a shared token instead (docs/scaling.md).
+The dashboard is off (``include_dashboard=False``); ``RAY_AUTH_MODE=disabled`` is part of the loopback
+settings; a cluster across machines needs a shared token instead (docs/scaling.md).
 """
 
 from __future__ import annotations
@@ -31,14 +34,15 @@ from ..core.errors import AgentGymError
 
 #: The node IP every local cluster uses: nothing listens on, or is advertised at, another address.
 LOOPBACK_IP = "127.0.0.1"
-#: Environment variables that keep Ray on loopback and quiet; set (if unset) by :func:`init_ray`.
-LOOPBACK_ENV: dict[str, str] = {
+#: Environment variables that keep Ray quiet anywhere (set, if unset, in this process by :func:`init_ray`).
+QUIET_ENV: dict[str, str] = {
     "RAY_USAGE_STATS_ENABLED": "0",
     "RAY_USAGE_STATS_PROMPT_ENABLED": "0",
     "RAY_USAGE_STATS_REPORT_URL": "http://127.0.0.1:9/",
-    "RAY_AUTH_MODE": "disabled",
-    "RAY_DISABLE_DOCKER_CPU_WARNING": "1",
 }
+#: Environment variables that keep a one-machine cluster on loopback and quiet; :func:`init_ray` and
+#: :func:`local_cluster` set them while Ray's processes start (Ray reads them when it is imported there).
+LOOPBACK_ENV: dict[str, str] = {**QUIET_ENV, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "disabled"}
 _BOOTSTRAP = """\
 # Written by agentgym (agentgym_envs/vector/ray_cluster.py). Ray's usage-stats module reads this file to
 # learn the cluster's provider; without it, it asks the cloud-metadata address 169.254.169.254.
@@ -56,6 +60,8 @@ class RayUnavailableError(AgentGymError):
 
 def import_ray() -> Any:
     """The ``ray`` module, or :class:`RayUnavailableError` saying how to install it."""
+    for key, value in QUIET_ENV.items():
+        os.environ.setdefault(key, value)
     try:
         import ray
     except ImportError as e:
@@ -76,22 +82,36 @@ def bootstrap_home() -> str:
 
 
 @contextlib.contextmanager
-def ray_process_env() -> Iterator[None]:
-    """While Ray starts its head and node processes: :data:`LOOPBACK_ENV` set (kept afterwards, so the
-    driver is quiet too) and ``HOME`` pointing at :func:`bootstrap_home` (restored afterwards)."""
-    home = bootstrap_home()
+def ray_process_env(loopback: bool = True) -> Iterator[None]:
+    """While Ray starts its head and node processes: :data:`QUIET_ENV` set (kept afterwards, so the driver
+    is quiet too), ``HOME`` pointing at :func:`bootstrap_home`, and with ``loopback`` :data:`LOOPBACK_ENV`
+    (also in this process's copy of Ray's constants); all but :data:`QUIET_ENV` restored afterwards."""
+    ray = import_ray()
+    constants = ray._private.ray_constants  # read at import: a driver that imported Ray first needs this too
+    changes = {**(LOOPBACK_ENV if loopback else {}), "HOME": bootstrap_home()}
     with _env_lock:
-        for key, value in LOOPBACK_ENV.items():
-            os.environ.setdefault(key, value)
-        old_home = os.environ.get("HOME")
-        os.environ["HOME"] = home
+        saved = {key: os.environ.get(key) for key in changes}
+        saved_cluster = constants.ENABLE_RAY_CLUSTER
+        os.environ.update(changes)
+        if loopback:
+            constants.ENABLE_RAY_CLUSTER = False
         try:
             yield
         finally:
-            if old_home is None:
-                os.environ.pop("HOME", None)
-            else:
-                os.environ["HOME"] = old_home
+            constants.ENABLE_RAY_CLUSTER = saved_cluster
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+
+def is_loopback_address(address: str | None) -> bool:
+    """``None`` (a new local cluster) or an address on this machine's loopback interface."""
+    if address is None or address == "local":
+        return True
+    host = address.rsplit(":", 1)[0].strip("[]")
+    return host in ("127.0.0.1", "localhost", "::1")
 
 
 def worker_runtime_env(runtime_env: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -115,12 +135,16 @@ def init_ray(address: str | None = None, *, num_cpus: int | None = None, **kwarg
     if address is not None and num_cpus is not None:
         raise ValueError(f"num_cpus is for a new local cluster; joining address={address!r} expected num_cpus=None, "
                          f"got {num_cpus}")
-    options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": True}
+    loopback = is_loopback_address(address)
+    options: dict[str, Any] = {"include_dashboard": False}
     if address is None:
-        options.update(num_cpus=num_cpus, _node_ip_address=LOOPBACK_IP)
+        options["num_cpus"] = num_cpus
+    if loopback:  # this machine's processes: the driver on 127.0.0.1, workers with the user's own HOME
+        options["_node_ip_address"] = LOOPBACK_IP
     options.update(kwargs)
-    options["runtime_env"] = worker_runtime_env(options.get("runtime_env"))
-    with ray_process_env():
+    if loopback:
+        options["runtime_env"] = worker_runtime_env(options.get("runtime_env"))
+    with ray_process_env(loopback=loopback):
         try:
             ray.init(address=address, **options)
         except (ConnectionError, RuntimeError, ValueError) as e:
@@ -153,7 +177,7 @@ def local_cluster(nodes: int = 2, cpus_per_node: int = 1) -> Iterator[Any]:
     try:
         for _ in range(nodes - 1):
             add_node(cluster, cpus_per_node)
-        init_ray(cluster.address, _node_ip_address=LOOPBACK_IP)
+        init_ray(cluster.address)
         cluster.wait_for_nodes()
         yield cluster
     finally:
