@@ -39,11 +39,19 @@ BACKENDS = ("bwrap", "docker", "unsafe")
 REAL_BACKENDS = ("bwrap", "docker")
 
 
-def make(backend: str = "bwrap", limits: Limits | None = None, **options: Any) -> SupervisedSandbox:
+def make(backend: str = "bwrap", limits: Limits | None = None, *, ray_node: str | None = None,
+         **options: Any) -> SupervisedSandbox:
     """Start a sandbox. ``options`` are :class:`Limits` fields or backend options (``image=`` for Docker).
 
+    ``ray_node`` (``"local"``, ``"any"`` or a node id; default ``$AGENTGYM_SANDBOX_RAY_NODE``) starts it on
+    that node's sandbox host actor instead and returns a proxy (:mod:`sandboxes.ray_host`).
     Raises :class:`SandboxUnavailable` (with the remedy) when the backend cannot run on this machine.
     """
+    ray_node = ray_node or os.environ.get("AGENTGYM_SANDBOX_RAY_NODE") or None
+    if ray_node is not None:
+        from .ray_host import RemoteSandbox
+
+        return RemoteSandbox(backend, limits, node=ray_node, **options)  # type: ignore[return-value]
     if backend == "bwrap":
         from .backends.bwrap import BwrapSandbox
 
