@@ -46,6 +46,8 @@ NODE_ENV = "AGENTGYM_SANDBOX_RAY_NODE"
 RPC_MARGIN_S = 30.0
 """Beyond an operation's own deadline: the Ray round trip, and the host starting a sandbox on first use."""
 OPEN_TIMEOUT_S = 120.0
+STATS_TIMEOUT_S = 10.0
+"""How long ``node="any"`` waits for the hosts' loads (a host that has not answered by then is passed over)."""
 _OPS = frozenset({"run", "write_file", "read_file", "reset", "processes", "kill_processes", "spawn", "recv_line",
                   "kill", "open_shell", "shell"})
 
@@ -203,10 +205,12 @@ def choose_node(node: str) -> str:
             raise SandboxUnavailable(f"expected an alive node id, 'local' or 'any', got {node!r:.80} "
                                      f"(alive: {', '.join(nodes) or 'none'})")
         return node
+    asked = {host_on(node_id).stats.remote(): node_id for node_id in nodes}  # all at once: one round trip
+    answered, _ = ray.wait(list(asked), num_returns=len(asked), timeout=STATS_TIMEOUT_S)
     loads = []
-    for node_id in nodes:
+    for ref in answered:
         try:
-            loads.append((ray.get(host_on(node_id).stats.remote(), timeout=OPEN_TIMEOUT_S)["leased"], node_id))
+            loads.append((ray.get(ref)["leased"], asked[ref]))
         except ray.exceptions.RayError:
             continue  # a node going away while we look: choose among the others
     if not loads:
