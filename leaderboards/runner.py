@@ -12,8 +12,8 @@ others. A runner returns when every episode of the run is stored or has been giv
 episodes that other live runners are playing. Progress counts are the store's: ``done/total`` over all
 runners, and the runner's own share.
 
-Workers (:mod:`leaderboards.workers`) are threads or processes; only this module's main thread writes the
-store. Infrastructure failures are recorded in ``infra_errors`` and retried up to ``max_attempts`` times per
+Workers (:mod:`leaderboards.workers`) are threads or processes, or actors on a Ray cluster
+(:mod:`leaderboards.ray_workers`); only this module's main thread writes the store. Infrastructure failures are recorded in ``infra_errors`` and retried up to ``max_attempts`` times per
 episode; an episode that still fails stays unscored (a later run retries it). ``max_consecutive_infra``
 failures in a row stop the run: something is down, and retrying every remaining episode would only hide that.
 """
@@ -48,7 +48,12 @@ class BenchOptions:
 
     workers: int = 1
     pool: str = "auto"
-    """``thread``, ``process`` or ``auto`` (processes for env-side baselines with several workers, else threads)."""
+    """``thread``, ``process``, ``ray`` (actors on a Ray cluster: :mod:`leaderboards.ray_workers`) or ``auto``
+    (processes for env-side baselines with several workers, else threads)."""
+    ray_address: str | None = None
+    """With ``pool="ray"``: the cluster to join (``auto``, ``HOST:PORT``); ``None`` starts a local one."""
+    ray_cpus: float = 1.0
+    """With ``pool="ray"``: CPUs reserved per worker actor (fractions allowed)."""
     run_name: str | None = None
     """The run's name in the store (default: the policy spec); a new name starts a separate run."""
     max_attempts: int = 3
@@ -67,8 +72,10 @@ class BenchOptions:
     def __post_init__(self) -> None:
         if self.workers < 1 or self.max_attempts < 1 or self.max_consecutive_infra < 1:
             raise ValueError("workers, max_attempts and max_consecutive_infra must be >= 1")
-        if self.pool not in ("auto", "thread", "process"):
-            raise ValueError(f"pool must be auto, thread or process, got {self.pool!r}")
+        if self.pool not in ("auto", "thread", "process", "ray"):
+            raise ValueError(f"pool must be auto, thread, process or ray, got {self.pool!r}")
+        if not self.ray_cpus > 0:
+            raise ValueError(f"ray_cpus must be > 0, got {self.ray_cpus}")
         if not self.lease_s > 0 or not self.progress_s > 0:
             raise ValueError(f"lease_s and progress_s must be > 0 seconds, got {self.lease_s} and {self.progress_s}")
 
@@ -127,12 +134,22 @@ def run_bench(suite: str | Path, policy: str, store_path: str | Path,
         start = time.perf_counter()
         build = {"api_key_env": options.api_key_env, "timeout": options.timeout}
         with LeaseBook(store.path, run, plan, lease_s=options.lease_s) as book, \
-                Pool(spec, shared, loaded, workers=options.workers, pool=options.pool, build=build) as pool:
+                _pool(spec, shared, loaded, options, build) as pool:
             index = {e.key: i for i, e in enumerate(loaded.entries)}
             _drive(_Drive(pool, book, store, loaded, options, summary, index))
         summary.wall_s = time.perf_counter() - start
         summary.stored = store.count(run)
     return summary
+
+
+def _pool(spec: PolicySpec, shared: Any, suite: Suite, options: BenchOptions, build: dict[str, Any]) -> Any:
+    """Local threads or processes, or actors on a Ray cluster (each building its own policy, as processes do)."""
+    if options.pool == "ray":
+        from .ray_workers import RayPool
+
+        return RayPool(spec, suite, workers=options.workers, build=build, address=options.ray_address,
+                       cpus=options.ray_cpus)
+    return Pool(spec, shared, suite, workers=options.workers, pool=options.pool, build=build)
 
 
 def _preflight(policy: Any, spec: PolicySpec) -> None:

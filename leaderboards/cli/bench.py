@@ -17,6 +17,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=int, default=1, help="episodes played in parallel (default 1)")
     parser.add_argument("--pool", choices=("auto", "thread", "process"), default="auto",
                         help="worker kind (auto: processes for random/expert with several workers, else threads)")
+    parser.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
+                        help="play on Ray actors: alone, a local Ray cluster; with ADDRESS (auto, HOST:PORT), that "
+                             "cluster (docs/scaling.md). Needs `pip install agentgym[ray]`")
+    parser.add_argument("--ray-cpus", type=float, default=1.0, help="with --ray: CPUs reserved per worker (default 1)")
     parser.add_argument("--run", default=None, help="run name in the store (default: the policy spec)")
     parser.add_argument("--max-attempts", type=int, default=3, help="tries per episode on infrastructure failures")
     parser.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
@@ -34,9 +38,13 @@ def run(args: argparse.Namespace) -> int:
 
     store = args.store or default_store_path()
     try:
-        options = BenchOptions(workers=args.workers, pool=args.pool, run_name=args.run, max_attempts=args.max_attempts,
+        if args.ray is not None and args.pool != "auto":
+            raise ValueError(f"--ray plays on Ray actors; it does not combine with --pool {args.pool}")
+        pool = "ray" if args.ray is not None else args.pool
+        address = None if args.ray in (None, "local") else args.ray
+        options = BenchOptions(workers=args.workers, pool=pool, run_name=args.run, max_attempts=args.max_attempts,
                                api_key_env=args.api_key_env, timeout=args.timeout, progress=not args.quiet,
-                               lease_s=args.lease_s)
+                               lease_s=args.lease_s, ray_address=address, ray_cpus=args.ray_cpus)
     except ValueError as e:
         print(f"agentgym bench: error: {e}", file=sys.stderr)
         return 2
