@@ -164,7 +164,7 @@ class ReflectEnv(TextEnv):
         shown, _ = self._ours(lambda: self._runner.arm(self._library_now, self._shown, self._shown, self.actor))
         trajectories = [("expert", episode) for episode in self._expert_episodes()] + [("actor", e) for e in shown]
         parts = [headline, f"# The actor's document for {self._spec.env_id} (round {self._round} of {self.max_rounds})",
-                 GRAMMAR, "## Current document", "<<<", self._document or "(empty: the actor's weak default)", ">>>",
+                 GRAMMAR, "## Current document", "<document>", self._document or "(empty: the actor's weak default)", "</document>",
                  "## Trajectories from training tasks (the expert's, then the actor's with the current document)"]
         parts += [render_trajectory(i, who, episode) for i, (who, episode) in enumerate(trajectories, 1)]
         parts.append(f"Reply with the whole new document, or {DONE}.")
