@@ -146,7 +146,7 @@ def init_ray(address: str | None = None, *, num_cpus: int | None = None, **kwarg
         options["runtime_env"] = worker_runtime_env(options.get("runtime_env"))
     with ray_process_env(loopback=loopback):
         try:
-            ray.init(address=address, **options)
+            ray.init(address="local" if address is None else address, **options)  # "local": never join another
         except (ConnectionError, RuntimeError, ValueError) as e:
             raise RayUnavailableError(f"ray.init(address={address!r}) failed: {type(e).__name__}: {e}; for a "
                                       "cluster, check `ray status` on its head node (docs/scaling.md)") from e

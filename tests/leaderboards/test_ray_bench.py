@@ -162,3 +162,15 @@ def test_cli_refuses_ray_with_a_local_pool(tmp_path):
                       "--ray", "--pool", "process")
     assert result.returncode == 2 and "does not combine with --pool process" in result.stderr
     assert not (tmp_path / "s.sqlite").exists()
+
+
+def test_a_local_cluster_never_joins_another_ray_on_the_machine(ray_local):  # noqa: F811
+    """``--ray`` alone (``init_ray(None)``) starts its own cluster even while another one is discoverable here
+    (``RAY_ADDRESS``, or the file a ``ray start`` cluster leaves in /tmp/ray): it joined, or failed, before."""
+    ours = ray_local.get_runtime_context().gcs_address
+    code = ("import ray; from agentgym_envs.vector.ray_cluster import init_ray; init_ray(num_cpus=1); "
+            "print(ray.get_runtime_context().gcs_address); ray.shutdown()")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "RAY_ADDRESS": ours})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] != ours
