@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 
 # System packages the parts need. Each part appends its own here as it lands.
 APT_PACKAGES=(chromium chromium-driver)  # web: browser mode and its tests
+APT_PACKAGES+=(strace)  # Ray mode: tests/test_ray_vector.py checks that Ray connects to loopback only
 
 if ((${#APT_PACKAGES[@]})); then
   missing=()

@@ -66,7 +66,8 @@ class _Transition:
 
 
 class TextVectorEnv:
-    """``num_envs`` text envs in worker processes (``mode="process"``) or threads (``mode="thread"``).
+    """``num_envs`` text envs in worker processes (``mode="process"``), threads (``mode="thread"``) or Ray
+    actors (``mode="ray"``, across a cluster: ``pip install 'agentgym[ray]'``).
 
     Args:
         env_fns: zero-argument callables that build one env each (pickled with cloudpickle in process mode).
@@ -78,6 +79,8 @@ class TextVectorEnv:
             ``get_state`` raises ``SnapshotError`` instead has every member reset with one derived seed.
         autoreset: start the next episode in the same step as one ends (``False``: finished envs stay so).
         step_timeout: seconds one env may take for a step, reset or call before it is killed and rebuilt.
+        ray_options: with ``mode="ray"`` (Ray actors hosting K envs each, one batched call per actor and
+            step; see ``ray_mode.py``): a :class:`~agentgym_envs.vector.ray_mode.RayOptions` or its dict.
 
     Process workers are daemons started with ``forkserver`` (``spawn`` where that is missing), so the
     host may run threads; they are stopped by :meth:`close`, garbage collection or interpreter exit.
@@ -94,14 +97,18 @@ class TextVectorEnv:
         group_size: int = 1,
         autoreset: bool = True,
         step_timeout: float | None = None,
+        ray_options: Any = None,
     ):
         self._env_fns = resolve_env_fns(env_fns, env_id, env_kwargs, num_envs)
         _check_config(len(self._env_fns), mode, group_size, step_timeout)
+        if ray_options is not None and mode != "ray":
+            raise ValueError(f"ray_options goes with mode='ray', got mode={mode!r}")
         self.num_envs, self.group_size = len(self._env_fns), group_size
         self.num_groups = self.num_envs // group_size
         self.mode, self.autoreset, self.step_timeout = mode, autoreset, step_timeout
         n = self.num_envs
-        self._payloads = [pickle_env_fn(i, fn) for i, fn in enumerate(self._env_fns)] if mode == "process" else []
+        self._payloads = [pickle_env_fn(i, fn) for i, fn in enumerate(self._env_fns)] if mode != "thread" else []
+        self._fleet = _ray_fleet(n, ray_options) if mode == "ray" else None
         self._workers: list[Any] = [None] * n
         self._finalizer = weakref.finalize(self, close_workers, self._workers)  # must not reference self
         self._last_obs, self._last_info = [""] * n, [{} for _ in range(n)]
@@ -180,8 +187,9 @@ class TextVectorEnv:
         return results
 
     def worker_pids(self) -> list[int]:
-        """Process ids of the current workers (they change when a worker is restarted)."""
-        if self.mode != "process":
+        """Process ids of the current workers (they change when a worker is restarted; in Ray mode, the
+        ids of the actors' processes, on whichever node each runs)."""
+        if self.mode == "thread":
             raise VectorEnvError("worker_pids() needs mode='process': thread-mode envs run in this process")
         return [w.pid for w in self._workers]
 
@@ -356,6 +364,7 @@ class TextVectorEnv:
         for i in indices:
             name = f"TextVectorEnv-worker-{i}"
             self._workers[i] = (ProcessWorker(self._payloads[i], name) if self.mode == "process"
+                                else self._fleet.start(i, self._payloads[i]) if self.mode == "ray"
                                 else ThreadWorker(self._env_fns[i], name))
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
         for i in indices:
@@ -397,9 +406,16 @@ class TextVectorEnv:
             raise VectorEnvError("this TextVectorEnv is closed; create a new one")
 
 
+def _ray_fleet(num_envs: int, ray_options: Any) -> Any:
+    """The Ray actors' driver side, imported only here: the other modes work without Ray installed."""
+    from .ray_mode import RayFleet
+
+    return RayFleet(num_envs, ray_options)
+
+
 def _check_config(num_envs: int, mode: str, group_size: int, step_timeout: float | None) -> None:
-    if mode not in ("process", "thread"):
-        raise ValueError(f"mode must be 'process' or 'thread', got {mode!r}")
+    if mode not in ("process", "thread", "ray"):
+        raise ValueError(f"mode must be 'process', 'thread' or 'ray', got {mode!r}")
     if group_size < 1 or num_envs % group_size:
         raise ValueError(f"num_envs ({num_envs}) must be a positive multiple of group_size, got group_size={group_size}")
     if step_timeout is not None and not step_timeout > 0:

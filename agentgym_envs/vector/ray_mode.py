@@ -1,0 +1,321 @@
+"""``TextVectorEnv(mode="ray")``: Ray actors that each host K envs, stepped in one batched call per actor.
+
+The vector env drives one handle per env (:class:`RayEnvHandle`, the same ``wait_ready``/``send``/``recv``
+/``close`` as the process and thread workers), so groups, auto-reset, seeds and infra-error reporting are
+the code the other modes run. What differs is underneath: ``send`` only queues a command on the env's
+actor slot, and the first ``recv`` after a round of sends submits every slot's queue as **one** actor call
+(``EnvHost.run``), so stepping 64 envs on 4 actors costs 4 RPCs, not 64.
+
+Fault handling (none of it uses Ray's own restarts: an actor restart reruns ``__init__`` and would
+silently lose its envs' state, and a retried step is not idempotent):
+
+* actors are created with ``max_restarts=0`` and ``max_task_retries=0``; a call whose actor died (SIGKILL,
+  ``os._exit``, a segfault, its node removed) fails every env of that batch with ``"died"``, the actor is
+  killed for good (``ray.kill``) in case it was only unreachable, and the vector env rebuilds those envs
+  on a replacement actor, which it starts on the first rebuild; the slot's other envs learn of the loss on
+  their next command (their handles belong to an older generation of the slot);
+* with ``step_timeout``, a batch that has not finished by the deadline is a hung actor: it is killed, and
+  every env of the batch reports ``"timeout"`` (an actor runs its envs one after another, so a hang cuts
+  all K of them; ``envs_per_actor=1`` isolates every env);
+* an env that raises is data (``"raised"``), as in the other modes, and only that env is rebuilt.
+
+Actors ask for a fractional ``num_cpus`` and are placed with Ray's ``SPREAD`` strategy (soft: a replacement
+still starts when a node is gone; ``ActorPool``-style hangs on unschedulable actors are avoided because
+every wait has a deadline: a replacement that cannot be scheduled within ``STARTUP_TIMEOUT_S`` raises).
+Unpickling here is of our own driver's cloudpickles of its env factories, and of results from our own
+actors, inside the cluster the user started: no bytes from an agent or a remote user are unpickled.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+import pickle
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import cloudpickle
+
+from ..core.snapshots import install_key, snapshot_key
+from .ray_cluster import import_ray, init_ray
+from .worker import COMMANDS, Failure, _error, _raised, _remaining
+
+ray = import_ray()
+
+
+@dataclass(frozen=True)
+class RayOptions:
+    """How ``mode="ray"`` lays envs out; every field has a default (``TextVectorEnv(ray_options={...})``).
+
+    Args:
+        envs_per_actor: K, the envs one actor hosts (default: spread ``num_envs`` over ``num_actors``).
+        num_actors: how many actors (default: as many as the cluster's CPUs allow at ``num_cpus`` each,
+            at most ``num_envs``); give one of ``envs_per_actor``/``num_actors``, or neither.
+        num_cpus: CPUs each actor reserves (fractional is fine: envs that mostly wait need little).
+        scheduling_strategy: Ray's placement for the actors (``"SPREAD"`` over nodes, or ``"DEFAULT"``).
+        address: the cluster to join if Ray is not initialised yet (``None``: a loopback local cluster).
+    """
+
+    envs_per_actor: int | None = None
+    num_actors: int | None = None
+    num_cpus: float = 1.0
+    scheduling_strategy: str = "SPREAD"
+    address: str | None = None
+
+    @classmethod
+    def of(cls, value: RayOptions | Mapping[str, Any] | None) -> RayOptions:
+        if isinstance(value, cls):
+            return value
+        if value is None:
+            return cls()
+        unknown = set(value) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise ValueError(f"expected ray_options keys among {sorted(cls.__dataclass_fields__)}, got {sorted(unknown)}")
+        return cls(**value)
+
+    def layout(self, num_envs: int) -> int:
+        """K, the number of envs per actor, for ``num_envs`` envs (Ray must be initialised)."""
+        if self.envs_per_actor is not None and self.num_actors is not None:
+            raise ValueError("give ray_options envs_per_actor or num_actors, not both")
+        if not self.num_cpus > 0:
+            raise ValueError(f"expected ray_options num_cpus > 0, got {self.num_cpus!r}")
+        if self.envs_per_actor is not None:
+            k = self.envs_per_actor
+        else:
+            actors = self.num_actors or int(ray.cluster_resources().get("CPU", 1) // self.num_cpus)
+            k = math.ceil(num_envs / max(1, min(num_envs, actors)))
+        if k < 1:
+            raise ValueError(f"expected at least 1 env per actor, got {k}")
+        return k
+
+
+class EnvHost:
+    """The actor: K envs keyed by the host's handle keys, and one batched command round per call."""
+
+    def __init__(self, sys_path: list[str], key: bytes):
+        sys.path.extend(p for p in sys_path if p not in sys.path)  # the driver's modules (a test, a notebook)
+        install_key(key)  # group snapshots travel between actors through the driver: one key for all
+        self.envs: dict[int, Any] = {}
+        self.batches_run = 0
+
+    def build(self, key: int, env_fn_bytes: bytes) -> tuple[str, Any]:
+        try:
+            env = pickle.loads(env_fn_bytes)()  # the driver's own cloudpickle of its env factory
+            unwrapped = env.unwrapped
+            snapshots = callable(getattr(unwrapped, "get_state", None)) and callable(getattr(unwrapped, "set_state", None))
+        except Exception as e:
+            return "error", _error(e)
+        self.envs[key] = env
+        node = ray.get_runtime_context().get_node_id()
+        return "ready", {"pid": os.getpid(), "snapshots": snapshots, "node_id": node}
+
+    def run(self, batch: list[tuple[int, str, Any]]) -> list[tuple[str, Any]]:
+        """Run each ``(key, command, payload)`` in order; an env's exception is its own reply, as data."""
+        self.batches_run += 1
+        replies = []
+        for key, command, payload in batch:
+            try:
+                if command == "close":
+                    self.envs.pop(key).close()
+                    reply = ("ok", None)
+                else:
+                    value = COMMANDS[command](self.envs[key], payload)
+                    if command == "call":
+                        cloudpickle.dumps(value)  # a result that cannot travel fails this env, not the batch
+                    reply = ("ok", value)
+            except Exception as e:
+                reply = ("error", _error(e))
+            replies.append(reply)
+        return replies
+
+
+    def stats(self) -> dict[str, Any]:
+        """What this actor hosts and how many batched calls it ran (tests check the batching with it)."""
+        return {"envs": len(self.envs), "batches_run": self.batches_run, "pid": os.getpid(),
+                "node_id": ray.get_runtime_context().get_node_id()}
+
+
+class _Slot:
+    """One actor position: the current actor, its generation, queued commands and batches in flight."""
+
+    def __init__(self, fleet: RayFleet, index: int):
+        self.fleet, self.index = fleet, index
+        self.actor: Any = None
+        self.generation = 0
+        self.lost: Failure | None = None  # why the current generation's actor is gone
+        self.losses: dict[int, Failure] = {}  # why each earlier generation's actor went (for late news)
+        self.queue: list[tuple[int, str, Any]] = []
+        self.batch_of: dict[int, Any] = {}  # key -> ObjectRef of the batch carrying its command
+        self.batches: dict[Any, list[tuple[int, str]]] = {}  # ObjectRef -> (key, command) in order
+        self.replies: dict[int, Any] = {}
+        self.open_keys: set[int] = set()
+
+    def ensure_actor(self) -> None:
+        if self.actor is not None and self.lost is None:
+            return
+        self.generation += 1
+        self.lost, self.queue, self.batch_of, self.batches, self.replies = None, [], {}, {}, {}
+        self.open_keys = set()
+        self.actor = self.fleet.actor_class.remote(list(sys.path), snapshot_key())
+
+    def flush(self) -> None:
+        """Submit the queued commands as one actor call (a batch of ``close`` only is not waited for)."""
+        if self.queue and self.lost is None:
+            try:
+                ref = self.actor.run.remote(self.queue)
+            except Exception as e:  # Ray already knows the actor is dead and refuses the call
+                self.batches[None] = [(key, command) for key, command, _ in self.queue]
+                self.fail(_lost(self._indices(), e))
+                return
+            awaited = [key for key, command, _ in self.queue if command != "close"]
+            if awaited:
+                self.batches[ref] = [(key, command) for key, command, _ in self.queue]
+                self.batch_of.update((key, ref) for key in awaited)
+        self.queue = []
+
+    def reply(self, key: int, deadline: float | None) -> Any:
+        """The reply to ``key``'s queued command: a value, or a :class:`Failure` if the actor failed."""
+        if key not in self.replies:
+            if key not in self.batch_of:  # the actor was lost before this command could be sent
+                return self.lost or Failure("died", "the command never reached its Ray actor")
+            self._collect(self.batch_of[key], deadline)
+        return self.replies.pop(key)
+
+    def _collect(self, ref: Any, deadline: float | None) -> None:
+        ready, _ = ray.wait([ref], timeout=_remaining(deadline))
+        if not ready:
+            self.fail(Failure("timeout", f"the Ray actor hosting envs {self._indices()} was killed: its batch "
+                                         "did not finish"))
+            return
+        try:
+            values = ray.get(ref)
+        except Exception as e:  # the actor died, its node went away, or the result was lost with it
+            self.fail(_lost(self._indices(), e))
+            return
+        for (key, command), (status, value) in zip(self.batches.pop(ref), values):
+            self.batch_of.pop(key, None)
+            if command != "close":
+                self.replies[key] = _raised(value) if status == "error" else value
+
+    def fail(self, failure: Failure) -> None:
+        """The current actor is gone (or must go): every command in flight on it gets ``failure``."""
+        self.lost = self.losses[self.generation] = failure
+        for keys in self.batches.values():
+            for key, command in keys:
+                if command != "close":
+                    self.replies[key] = failure
+        self.batches, self.batch_of, self.queue = {}, {}, []
+        self.fleet.kill(self.actor)
+
+    def _indices(self) -> list[int]:
+        return sorted({self.fleet.index_of[key] for key in self.open_keys})
+
+
+class RayFleet:
+    """The driver's view of all actors of one vector env: which slot hosts which env, and their handles."""
+
+    def __init__(self, num_envs: int, options: RayOptions | Mapping[str, Any] | None):
+        options = RayOptions.of(options)
+        init_ray(options.address)
+        self.envs_per_actor = options.layout(num_envs)
+        self.actor_class = ray.remote(EnvHost).options(
+            num_cpus=options.num_cpus, max_restarts=0, max_task_retries=0,
+            scheduling_strategy=options.scheduling_strategy)
+        self.slots = [_Slot(self, s) for s in range(math.ceil(num_envs / self.envs_per_actor))]
+        self.index_of: dict[int, int] = {}
+        self._keys = itertools.count()
+
+    def start(self, index: int, env_fn_bytes: bytes) -> RayEnvHandle:
+        """A handle for env ``index``, whose env is being built on its slot's actor (started if needed)."""
+        slot = self.slots[index // self.envs_per_actor]
+        slot.ensure_actor()
+        key = next(self._keys)
+        self.index_of[key] = index
+        slot.open_keys.add(key)
+        try:
+            build_ref = slot.actor.build.remote(key, env_fn_bytes)
+        except Exception as e:  # the new actor is already known dead: the handle reports it at wait_ready
+            slot.fail(_lost(slot._indices(), e))
+            build_ref = None
+        return RayEnvHandle(self, slot, key, build_ref)
+
+    def flush(self) -> None:
+        for slot in self.slots:
+            slot.flush()
+
+    @staticmethod
+    def kill(actor: Any) -> None:
+        try:
+            ray.kill(actor, no_restart=True)
+        except Exception:  # already dead, or Ray is shutting down: nothing left to stop
+            pass
+
+
+class RayEnvHandle:
+    """Host handle of one env on a Ray actor; never raises on a broken actor, returns a :class:`Failure`."""
+
+    def __init__(self, fleet: RayFleet, slot: _Slot, key: int, build_ref: Any):
+        self.fleet, self.slot, self.key, self.generation = fleet, slot, key, slot.generation
+        self._build_ref = build_ref
+        self._broken: Failure | None = None
+        self.pid: int | None = None
+        self.node_id: str | None = None
+        self.snapshots = False
+
+    def wait_ready(self, deadline: float | None) -> Failure | None:
+        if self._build_ref is None:
+            return self.slot.lost
+        ready, _ = ray.wait([self._build_ref], timeout=_remaining(deadline))
+        if not ready:
+            self.slot.fail(Failure("timeout", "its Ray actor was not scheduled or did not build the env in time"))
+            return self.slot.lost
+        try:
+            status, value = ray.get(self._build_ref)
+        except Exception as e:
+            self.slot.fail(_lost(self.slot._indices(), e))
+            return self.slot.lost
+        if status == "error":
+            return _raised(value)
+        self.pid, self.node_id, self.snapshots = value["pid"], value["node_id"], bool(value["snapshots"])
+        return None
+
+    def send(self, command: str, payload: Any) -> None:
+        if command == "close":
+            self.slot.open_keys.discard(self.key)
+        if self.generation != self.slot.generation or self.slot.lost is not None:
+            if command != "close":
+                self._broken = self.slot.losses.get(self.generation) or Failure("died", "its Ray actor was lost")
+            return
+        self.slot.queue.append((self.key, command, payload))
+
+    def recv(self, deadline: float | None) -> Any:
+        if self._broken is not None:
+            failure, self._broken = self._broken, None
+            return failure
+        self.fleet.flush()
+        return self.slot.reply(self.key, deadline)
+
+    def kill(self) -> None:
+        self.fleet.kill(self.slot.actor)
+
+    def close(self, deadline: float) -> None:
+        """Send the queued ``close``; the last env of an actor to close stops the actor."""
+        if self.generation != self.slot.generation:
+            return
+        self.slot.flush()
+        if not self.slot.open_keys and self.slot.actor is not None:
+            refs = list(self.slot.batches)
+            if refs:
+                ray.wait(refs, num_returns=len(refs), timeout=_remaining(deadline))
+            self.fleet.kill(self.slot.actor)
+            self.slot.actor, self.slot.batches, self.slot.batch_of = None, {}, {}
+
+
+def _lost(indices: list[int], e: BaseException) -> Failure:
+    text = str(e).strip()
+    detail = text.splitlines()[0] if text else "no detail"
+    return Failure("died", f"the Ray actor hosting envs {indices} was lost: {type(e).__name__}: {detail}")
