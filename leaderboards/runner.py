@@ -13,8 +13,8 @@ episodes that other live runners are playing. Progress counts are the store's: `
 runners, and the runner's own share.
 
 Workers (:mod:`leaderboards.workers`) are threads or processes, or actors on a Ray cluster
-(:mod:`leaderboards.ray_workers`); only this module's main thread writes the store. Infrastructure failures are recorded in ``infra_errors`` and retried up to ``max_attempts`` times per
-episode; an episode that still fails stays unscored (a later run retries it). ``max_consecutive_infra``
+(:mod:`leaderboards.ray_workers`); only this module's main thread writes the store. Infrastructure failures
+are recorded in ``infra_errors`` and retried up to ``max_attempts`` times per episode; an episode that still fails stays unscored (a later run retries it). ``max_consecutive_infra``
 failures in a row stop the run: something is down, and retrying every remaining episode would only hide that.
 """
 
