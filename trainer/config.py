@@ -209,7 +209,10 @@ class RolloutConfig:
     turn_window: int = 4
     """Turn mode: how many past turns each prompt shows (>= 1); bounds the memory per sample."""
     mode: str = "thread"
-    """Vector-env workers: ``thread`` or ``process``."""
+    """Vector-env workers: ``thread`` or ``process`` (with ``backend=local``)."""
+    backend: str = "local"
+    """Where the rollout envs run: ``local`` (``mode`` workers on this machine) or ``ray`` (env actors spread
+    over the Ray cluster of ``ray.address``; the policy and training stay in this process group)."""
     invalid_penalty: float = 0.0
     """Subtracted from a training turn's reward when the env says the action was invalid
     (``info["action_valid"]`` false); evaluation and ``won`` are unaffected."""
@@ -221,6 +224,7 @@ class RolloutConfig:
         _require(self.sample_unit in ("episode", "turn", "auto"),
                  f"rollout.sample_unit must be 'episode', 'turn' or 'auto', got {self.sample_unit!r}")
         _require(self.turn_window >= 1, f"rollout.turn_window must be >= 1 (past turns shown in turn mode), got {self.turn_window}")
+        _require(self.backend in ("local", "ray"), f"rollout.backend must be 'local' or 'ray', got {self.backend!r}")
         _require(self.max_context_tokens > self.max_new_tokens,
                  f"rollout.max_context_tokens ({self.max_context_tokens}) must exceed max_new_tokens ({self.max_new_tokens})")
 
@@ -423,6 +427,27 @@ class DistributedConfig:
 
 
 @dataclass
+class RaySettings:
+    """The Ray cluster of ``rollout.backend=ray`` (trainer/ray_rollout.py; docs/scaling.md)."""
+
+    address: str = ""
+    """``""``: start a loopback cluster in this process; ``auto`` or ``HOST:PORT``: join a running one."""
+    num_cpus: int = 0
+    """CPUs of a cluster started here (0: Ray's default, all of them); must be 0 when joining one."""
+    envs_per_actor: int = 0
+    """K, the envs each env actor hosts and steps in one call (0: the rollout envs spread over the CPUs)."""
+    actor_cpus: float = 1.0
+    """CPUs each env actor reserves (fractional for envs that mostly wait, e.g. on a sandbox or browser)."""
+
+    def __post_init__(self) -> None:
+        _require(self.num_cpus >= 0, f"ray.num_cpus must be >= 0 (0: Ray's default), got {self.num_cpus}")
+        _require(self.envs_per_actor >= 0, f"ray.envs_per_actor must be >= 0 (0: automatic), got {self.envs_per_actor}")
+        _require(self.actor_cpus > 0, f"ray.actor_cpus must be > 0, got {self.actor_cpus}")
+        _require(not (self.address and self.num_cpus), f"ray.num_cpus is for a cluster started here; with "
+                 f"ray.address={self.address!r} expected ray.num_cpus=0, got {self.num_cpus}")
+
+
+@dataclass
 class TrainConfig:
     """The whole run."""
 
@@ -446,6 +471,7 @@ class TrainConfig:
     bc: BCConfig = field(default_factory=BCConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     distributed: DistributedConfig = field(default_factory=DistributedConfig)
+    ray: RaySettings = field(default_factory=RaySettings)
 
     def __post_init__(self) -> None:
         _require(self.steps >= 0, f"steps must be >= 0, got {self.steps}")

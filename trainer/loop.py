@@ -35,6 +35,7 @@ from .episodes import SEEDED_EVAL_TASKS, PlaySpec, run_text_episodes, success_ra
 from .log import JsonlLogger, TensorBoardLogger, summary_line
 from .device import float32_master, place_model, resolve_device, resolve_dtype
 from .distributed import init_world
+from .ray_rollout import ray_options, stop_ray, vector_mode
 from .rollout import RolloutWorker, resolve_sample_unit
 from .seeding import TaskSampler, capture_rng, derive_seed, restore_rng
 from .trajectory import Trajectory
@@ -242,7 +243,8 @@ class Trainer:
         if self._worker is None:
             self._worker = RolloutWorker(self.train_spec, tasks_per_batch=r.tasks_per_step // self.world.size,
                                          group_size=r.group_size,
-                                         max_context_tokens=r.max_context_tokens, mode=r.mode,
+                                         max_context_tokens=r.max_context_tokens, mode=vector_mode(self.config),
+                                         ray_options=ray_options(self.config),
                                          invalid_penalty=r.invalid_penalty, fold_keep_turns=r.fold_keep_turns,
                                          sample_unit=self.sample_unit, turn_window=r.turn_window)
         sampling = SamplingConfig(temperature=r.temperature, top_p=r.top_p, max_new_tokens=r.max_new_tokens,
@@ -321,6 +323,7 @@ class Trainer:
         if self._worker is not None:
             self._worker.close()
             self._worker = None
+            stop_ray()
         if self.rollout_policy is not self.policy:
             self.rollout_policy.close()
 

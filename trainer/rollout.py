@@ -84,7 +84,10 @@ class RolloutWorker:
         tasks_per_batch: distinct tasks per collection (groups).
         group_size: G, rollouts per task from one identical initial state.
         max_context_tokens: the context budget per episode.
-        mode: ``"thread"`` (cheap; pure-Python envs) or ``"process"`` (envs that may crash or hang).
+        mode: ``"thread"`` (cheap; pure-Python envs), ``"process"`` (envs that may crash or hang) or ``"ray"``
+            (actors across a cluster; trainer/ray_rollout.py).
+        ray_options: with ``mode="ray"``, how envs are laid out on actors
+            (:class:`~agentgym_envs.vector.ray_mode.RayOptions` or its dict).
         invalid_penalty: subtracted from a turn's reward when the env reports ``info["action_valid"]`` false
             (shaping for training only; ``won`` and evaluation are unaffected).
         fold_keep_turns: 0 ends an episode at the context budget; ``k`` > 0 folds its history to the last
@@ -96,7 +99,7 @@ class RolloutWorker:
 
     def __init__(self, spec: PlaySpec, *, tasks_per_batch: int, group_size: int, max_context_tokens: int,
                  mode: str = "thread", invalid_penalty: float = 0.0, fold_keep_turns: int = 0,
-                 sample_unit: str = "episode", turn_window: int = 4):
+                 sample_unit: str = "episode", turn_window: int = 4, ray_options: dict | None = None):
         if sample_unit not in SAMPLE_UNITS or turn_window < 1:
             raise ValueError(f"expected sample_unit in {SAMPLE_UNITS} and turn_window >= 1, got {sample_unit!r} "
                              f"and {turn_window}")
@@ -104,7 +107,7 @@ class RolloutWorker:
         self.invalid_penalty, self.fold_keep_turns = invalid_penalty, fold_keep_turns
         self.sample_unit, self.turn_window = sample_unit, turn_window
         self.venv = TextVectorEnv([spec.make] * (tasks_per_batch * group_size), mode=mode,
-                                  group_size=group_size, autoreset=False)
+                                  group_size=group_size, autoreset=False, ray_options=ray_options)
 
     def close(self) -> None:
         self.venv.close()
