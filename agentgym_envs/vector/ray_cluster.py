@@ -6,7 +6,9 @@ Left to its defaults, Ray 2.60 does three things that a test run or a laptop mus
   turns a requested ``127.0.0.1`` into that address too. ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` is Ray's
   own switch for single-machine clusters (on by default only on Windows and macOS): with it Ray uses
   ``127.0.0.1`` as the node address. It is in :data:`LOOPBACK_ENV`, which :func:`init_ray` applies to a
-  local cluster (``address=None``) or a loopback address, never to a real multi-machine cluster;
+  local cluster (``address=None``) or a loopback address, never to a real multi-machine cluster. The same
+  switch makes ``ray start --address`` refuse to add a node, so a one-machine cluster of several nodes is
+  :func:`local_cluster` (``ray.cluster_utils``), not several ``ray start`` processes;
 * it reports usage stats: ``RAY_USAGE_STATS_ENABLED=0`` turns the report off, and
   ``RAY_USAGE_STATS_REPORT_URL`` points the one "usage is disabled" notice that a ``ray start`` cluster
   still sends at the loopback discard port, where it fails at once (:data:`QUIET_ENV`, always applied);
