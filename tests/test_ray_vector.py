@@ -20,7 +20,7 @@ import gymnasium
 import numpy as np
 import pytest
 from ray_support import ray_local  # noqa: F401  (the module's one local cluster)
-from test_vector import ScriptedEnv, mixed_action
+from test_vector import ScriptedEnv, _wait_gone, mixed_action
 
 import agentgym_envs  # noqa: F401  (registers the ids)
 from agentgym_envs.examples.maze import MazeEnv
@@ -148,6 +148,34 @@ def test_env_that_raises_is_rebuilt_alone_on_its_actor():
         assert venv.worker_pids() == pids  # the actor and its other env were kept
         with pytest.raises(VectorEnvError, match=r"env 1: AttributeError"):
             venv.call("no_such_method")
+
+
+class WaitingEnv(ScriptedEnv):
+    """An env whose every step waits 0.4 s, like one driving a browser or a shell."""
+
+    def _step(self, action):
+        time.sleep(0.4)
+        return super()._step(action)
+
+
+def test_threads_per_actor_steps_waiting_envs_side_by_side():
+    options = {"envs_per_actor": 4, "num_cpus": 0.5, "threads_per_actor": 4}
+    with TextVectorEnv([WaitingEnv] * 4, mode="ray", ray_options=options) as venv:
+        venv.reset(seed=0)
+        venv.step(["warm"] * 4)
+        start = time.monotonic()
+        obs = venv.step(["a", "b", "c", "d"])[0]
+        assert time.monotonic() - start < 1.2  # one after another would take 1.6 s
+        assert [o.rsplit(" ", 1)[1] for o in obs] == ["a", "b", "c", "d"]  # replies keep their envs' order
+
+
+def test_close_stops_the_actors():
+    venv = TextVectorEnv(env_id=MAZE, num_envs=2, mode="ray", ray_options=TWO_PER_ACTOR)
+    pids = venv.worker_pids()
+    venv.close()
+    assert _wait_gone(pids)
+    with pytest.raises(VectorEnvError, match="closed"):
+        venv.reset(seed=0)
 
 
 def test_bad_ray_arguments_are_explained():

@@ -4,7 +4,8 @@ The vector env drives one handle per env (:class:`RayEnvHandle`, the same ``wait
 /``close`` as the process and thread workers), so groups, auto-reset, seeds and infra-error reporting are
 the code the other modes run. What differs is underneath: ``send`` only queues a command on the env's
 actor slot, and the first ``recv`` after a round of sends submits every slot's queue as **one** actor call
-(``EnvHost.run``), so stepping 64 envs on 4 actors costs 4 RPCs, not 64.
+(``EnvHost.run``), so stepping 64 envs on 4 actors costs 4 RPCs, not 64. An actor steps its envs one after
+another, or side by side in ``threads_per_actor`` threads (for envs that wait on a browser or a shell).
 
 Fault handling (none of it uses Ray's own restarts: an actor restart reruns ``__init__`` and would
 silently lose its envs' state, and a retried step is not idempotent):
@@ -35,6 +36,7 @@ import pickle
 import sys
 import time
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,6 +59,8 @@ class RayOptions:
             at most ``num_envs``); give one of ``envs_per_actor``/``num_actors``, or neither.
         num_cpus: CPUs each actor reserves (fractional is fine: envs that mostly wait need little).
         scheduling_strategy: Ray's placement for the actors (``"SPREAD"`` over nodes, or ``"DEFAULT"``).
+        threads_per_actor: ``> 1`` steps an actor's envs side by side in that many threads, for envs that
+            mostly wait (a browser, a terminal, a server); envs that use signals need the default ``1``.
         address: the cluster to join if Ray is not initialised yet (``None``: a loopback local cluster).
     """
 
@@ -64,6 +68,7 @@ class RayOptions:
     num_actors: int | None = None
     num_cpus: float = 1.0
     scheduling_strategy: str = "SPREAD"
+    threads_per_actor: int = 1
     address: str | None = None
 
     @classmethod
@@ -81,8 +86,9 @@ class RayOptions:
         """K, the number of envs per actor, for ``num_envs`` envs (Ray must be initialised)."""
         if self.envs_per_actor is not None and self.num_actors is not None:
             raise ValueError("give ray_options envs_per_actor or num_actors, not both")
-        if not self.num_cpus > 0:
-            raise ValueError(f"expected ray_options num_cpus > 0, got {self.num_cpus!r}")
+        if not self.num_cpus > 0 or self.threads_per_actor < 1:
+            raise ValueError(f"expected ray_options num_cpus > 0 and threads_per_actor >= 1, got "
+                             f"{self.num_cpus!r} and {self.threads_per_actor!r}")
         if self.envs_per_actor is not None:
             k = self.envs_per_actor
         else:
@@ -96,7 +102,8 @@ class RayOptions:
 class EnvHost:
     """The actor: K envs keyed by the host's handle keys, and one batched command round per call."""
 
-    def __init__(self, sys_path: list[str], key: bytes):
+    def __init__(self, sys_path: list[str], key: bytes, threads: int = 1):
+        self.pool = ThreadPoolExecutor(threads, thread_name_prefix="EnvHost") if threads > 1 else None
         sys.path.extend(p for p in sys_path if p not in sys.path)  # the driver's modules (a test, a notebook)
         install_key(key)  # group snapshots travel between actors through the driver: one key for all
         self.envs: dict[int, Any] = {}
@@ -116,21 +123,22 @@ class EnvHost:
     def run(self, batch: list[tuple[int, str, Any]]) -> list[tuple[str, Any]]:
         """Run each ``(key, command, payload)`` in order; an env's exception is its own reply, as data."""
         self.batches_run += 1
-        replies = []
-        for key, command, payload in batch:
-            try:
-                if command == "close":
-                    self.envs.pop(key).close()
-                    reply = ("ok", None)
-                else:
-                    value = COMMANDS[command](self.envs[key], payload)
-                    if command == "call":
-                        cloudpickle.dumps(value)  # a result that cannot travel fails this env, not the batch
-                    reply = ("ok", value)
-            except Exception as e:
-                reply = ("error", _error(e))
-            replies.append(reply)
-        return replies
+        if self.pool is not None and len(batch) > 1:  # each key appears once per batch: one thread per env
+            return list(self.pool.map(self._one, batch))
+        return [self._one(command) for command in batch]
+
+    def _one(self, command: tuple[int, str, Any]) -> tuple[str, Any]:
+        key, name, payload = command
+        try:
+            if name == "close":
+                self.envs.pop(key).close()
+                return "ok", None
+            value = COMMANDS[name](self.envs[key], payload)
+            if name == "call":
+                cloudpickle.dumps(value)  # a result that cannot travel fails this env, not the batch
+            return "ok", value
+        except Exception as e:
+            return "error", _error(e)
 
 
     def stats(self) -> dict[str, Any]:
@@ -160,7 +168,7 @@ class _Slot:
         self.generation += 1
         self.lost, self.queue, self.batch_of, self.batches, self.replies = None, [], {}, {}, {}
         self.open_keys = set()
-        self.actor = self.fleet.actor_class.remote(list(sys.path), snapshot_key())
+        self.actor = self.fleet.actor_class.remote(list(sys.path), snapshot_key(), self.fleet.threads)
 
     def flush(self) -> None:
         """Submit the queued commands as one actor call (a batch of ``close`` only is not waited for)."""
@@ -222,6 +230,7 @@ class RayFleet:
         options = RayOptions.of(options)
         init_ray(options.address)
         self.envs_per_actor = options.layout(num_envs)
+        self.threads = options.threads_per_actor
         self.actor_class = ray.remote(EnvHost).options(
             num_cpus=options.num_cpus, max_restarts=0, max_task_retries=0,
             scheduling_strategy=options.scheduling_strategy)
