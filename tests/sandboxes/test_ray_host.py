@@ -87,6 +87,25 @@ def test_terminal_env_on_ray_sandboxes_matches_local_ones(ray_local):
     assert remote == local and local[-1][1] == 1.0
 
 
+def test_terminal_envs_in_ray_env_actors_lease_their_nodes_sandboxes(ray_local):
+    from agentgym_envs.vector import TextVectorEnv
+
+    venv = TextVectorEnv(env_id="agentgym/Terminal-v0", env_kwargs={"ray_node": "local"}, num_envs=2, mode="ray",
+                         autoreset=False, ray_options={"envs_per_actor": 1, "num_cpus": 0.5})
+    try:
+        venv.reset(seed=3, options=[{"task_index": 0}] * 2)
+        obs, *_ = venv.step(["echo from-an-actor && hostname -s >/dev/null"] * 2)
+        assert all(o.startswith("from-an-actor\n") for o in obs)
+        host = ray_host.host_on(ray.get_runtime_context().get_node_id())
+        assert ray.get(host.stats.remote())["leased"] == 2  # both actors' sandboxes live in the node's host
+    finally:
+        venv.close()
+    deadline = time.monotonic() + 20
+    while ray.get(host.stats.remote())["leased"] and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert ray.get(host.stats.remote())["leased"] == 0  # closing the envs handed their sandboxes back
+
+
 def test_a_dead_host_is_infra_error_and_the_next_reset_works(ray_local):
     env = gymnasium.make("agentgym_envs:agentgym/Terminal-v0", ray_node="local")
     try:
