@@ -313,13 +313,19 @@ def choose_procedure(procedures: Sequence[Procedure], instruction: str) -> tuple
     return general, {}
 
 
+@lru_cache(maxsize=8192)
+def _words(text: str) -> frozenset[str]:
+    """The lowercase words of ``text`` (cached: the same valid actions recur at every step and probe)."""
+    return frozenset(re.findall(r"[a-z]+", text.lower()))
+
+
 def weak_default(valid: list[str] | None, instruction: str, rng: random.Random) -> str:
     """A seeded random valid action, half the time among those sharing a word with the instruction;
     with no listed actions, the instruction itself."""
     if not valid:
         return _normalise(instruction)[:200] or "look"
-    words = set(re.findall(r"[a-z]+", instruction.lower())) - _STOP
-    related = [a for a in valid if words & set(re.findall(r"[a-z]+", a.lower()))]
+    words = _words(instruction) - _STOP
+    related = [a for a in valid if words & _words(a)]
     pool = related if related and rng.random() < 0.5 else valid
     return pool[rng.randrange(len(pool))]
 
