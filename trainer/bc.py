@@ -130,11 +130,13 @@ class NoisyExpertPolicy(EnvSidePolicy):
     while RL from the clone can sharpen onto the moves that win (the quickstart's warm-up: RL has to beat
     the demonstrator, not just copy it). Draws come from a generator seeded from ``sampling.seed`` on each
     call (one per turn), so data repeat exactly; an env without ``valid_actions`` gets the plain expert.
+    ``habit`` set: the noisy move is always that native action (a demonstrator that dithers, e.g. ``look``
+    when it should move) instead of a uniform draw.
     """
 
-    def __init__(self, protocol: Any = "plain", *, noise: float = 0.3):
+    def __init__(self, protocol: Any = "plain", *, noise: float = 0.3, habit: str = ""):
         super().__init__(protocol)
-        self.noise = noise
+        self.noise, self.habit = noise, habit
 
     def act(self, batch: list[list[Any]], *, sampling: SamplingConfig) -> list[Completion]:
         self._check(batch)
@@ -142,24 +144,24 @@ class NoisyExpertPolicy(EnvSidePolicy):
         out = []
         for env in self._envs:
             action = env.expert_action()
-            draw = rng.random()  # drawn for every env and turn, so one env's options never shift another's draws
-            valid = list(getattr(env, "valid_actions", list)())
+            draw, pick = rng.random(), int(rng.integers(1 << 30))  # both drawn for every env: no env shifts another's
+            valid = [self.habit] if self.habit else list(getattr(env, "valid_actions", list)())
             if valid and draw < self.noise:
-                action = valid[int(rng.integers(len(valid)))]
+                action = valid[pick % len(valid)]
             out.append(self._completion(action, env))
         return out
 
 
 def expert_trajectories(policy: HFPolicy, spec: PlaySpec, tasks: Sequence[int], seed: int, *,
                         explore: float = 0.0, max_detours: int = 2, turn_window: int | None = None,
-                        noise: float = 0.0) -> list[Trajectory]:
+                        noise: float = 0.0, habit: str = "") -> list[Trajectory]:
     """Won expert episodes on ``tasks`` as trajectories (64 envs at a time); ``explore > 0`` uses the
     :class:`ExploringExpertPolicy`, ``noise > 0`` the :class:`NoisyExpertPolicy`; ``turn_window`` set builds
     turn samples (:func:`expert_trajectory`)."""
     out = []
     for start in range(0, len(tasks), 64):
         expert = (ExploringExpertPolicy(spec.protocol, explore=explore, max_detours=max_detours) if explore > 0
-                  else NoisyExpertPolicy(spec.protocol, noise=noise) if noise > 0 else ExpertPolicy(spec.protocol))
+                  else NoisyExpertPolicy(spec.protocol, noise=noise, habit=habit) if noise > 0 else ExpertPolicy(spec.protocol))
         episodes = run_text_episodes(expert, spec, tasks[start:start + 64],
                                      seed=seed + start, sampling=SamplingConfig(seed=seed + start))
         unlabeled = expert.detour_turns() if isinstance(expert, ExploringExpertPolicy) else [frozenset()] * len(episodes)

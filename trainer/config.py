@@ -387,6 +387,9 @@ class BCConfig:
     """Probability that each move of the demonstrator is a uniformly drawn valid action instead of the
     expert's, *labelled* (:class:`trainer.bc.NoisyExpertPolicy`): a weak demonstrator that BC alone cannot
     beat at the sampling temperature, however long it clones. 0: the plain scripted expert."""
+    expert_habit: str = ""
+    """With ``expert_noise``: the noisy move is always this native action (a dithering demonstrator, e.g.
+    Maze's ``look``) instead of a uniformly drawn valid one."""
 
     def __post_init__(self) -> None:
         _require(self.episodes >= 0 and self.epochs >= 1 and self.batch_size >= 1, "bc sizes must be positive")

@@ -210,7 +210,7 @@ class Trainer:
             return {"bc_trajectories": 0, "bc_skipped": 1.0}
         tasks = TaskSampler(self.sampler.num_tasks, derive_seed(self.config.seed, _BC)).next(bc.episodes)
         data = expert_trajectories(self.policy, self.train_spec, tasks, seed=derive_seed(self.config.seed, _BC),
-                                   explore=bc.explore, max_detours=bc.max_detours, noise=bc.expert_noise,
+                                   explore=bc.explore, max_detours=bc.max_detours, noise=bc.expert_noise, habit=bc.expert_habit,
                                    turn_window=self.config.rollout.turn_window if self.sample_unit == "turn" else None)
         if self.rollout_policy is not self.policy:  # a colocated vLLM engine frees its GPU memory for BC too
             self.rollout_policy.sleep()

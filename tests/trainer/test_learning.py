@@ -125,6 +125,9 @@ def test_noisy_expert_labels_its_noise_and_repeats_exactly(tiny_policy):
     assert sum(e.won for e in noisy) < sum(e.won for e in plain) == len(tasks)  # and sometimes loses
     for episode in run_text_episodes(NoisyExpertPolicy(noise=1.0), spec, tasks[:4], seed=0):
         assert all(reply.startswith(("go ", "look")) for reply, _ in episode.history.turns)  # valid actions only
+    dithering = run_text_episodes(NoisyExpertPolicy(noise=0.5, habit="look"), spec, tasks, seed=0)
+    replies = [reply for e in dithering for reply, _ in e.history.turns]
+    assert 0 < replies.count("look") < len(replies) and all(r == "look" or r.startswith("go ") for r in replies)
     data = expert_trajectories(tiny_policy, spec, tasks, seed=0, noise=0.5)
     assert len(data) == sum(e.won for e in noisy)  # won episodes only, every reply a label (noise included)
     assert all({k for k in t.token_turns if k >= 0} == set(range(t.num_turns)) for t in data)
