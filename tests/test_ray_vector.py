@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import gymnasium
@@ -104,6 +105,23 @@ def test_sigkill_of_an_actor_cuts_its_envs_and_a_replacement_takes_over():
         assert all(info["infra_error"] is None for info in infos)
         for _ in range(5):
             assert all(info["infra_error"] is None for info in venv.step(venv.call("expert_action"))[4])
+
+
+def test_actor_killed_while_a_step_is_in_flight_fails_that_step_without_retrying_it():
+    with TextVectorEnv([ScriptedEnv] * 4, mode="ray", ray_options=TWO_PER_ACTOR) as venv:
+        venv.reset(seed=0)
+        pids = venv.worker_pids()
+        killer = threading.Timer(1.0, os.kill, (pids[2], signal.SIGKILL))
+        killer.start()
+        start = time.monotonic()
+        obs, _, _, truncated, infos = venv.step(["a", "b", "sleep", "c"])  # env 2 sleeps 30 s in its step
+        killer.join()
+        assert time.monotonic() - start < 15  # found by Ray's death notice, not by waiting out the sleep
+        assert truncated.tolist() == [False, False, True, True]
+        assert all("died during step" in infos[i]["infra_error"] for i in (2, 3))
+        assert obs[0].endswith("step 1: a") and obs[3].startswith("start ")  # env 3 restarted, not re-stepped
+        obs, _, _, truncated, _ = venv.step(["x"] * 4)
+        assert not truncated.any() and obs[3].endswith("step 1: x")
 
 
 def test_env_whose_actor_died_while_it_was_skipped_reports_it_on_its_next_step():

@@ -317,9 +317,12 @@ class RayEnvHandle:
             return
         self.slot.flush()
         if not self.slot.open_keys and self.slot.actor is not None:
-            refs = list(self.slot.batches)
-            if refs:
-                ray.wait(refs, num_returns=len(refs), timeout=_remaining(deadline))
+            refs = [ref for ref in self.slot.batches if ref is not None]
+            try:  # let the envs close themselves, unless Ray itself is already shut down (interpreter exit)
+                if refs and ray.is_initialized():
+                    ray.wait(refs, num_returns=len(refs), timeout=_remaining(deadline))
+            except Exception:
+                pass
             self.fleet.kill(self.slot.actor)
             self.slot.actor, self.slot.batches, self.slot.batch_of = None, {}, {}
 
