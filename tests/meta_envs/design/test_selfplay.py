@@ -269,3 +269,23 @@ def test_agentgym_train_trains_the_solver_on_the_archive_selfplay_grew(tmp_path,
                             tmp_path / "solver", tiny_cache)
     assert -1.0 <= record["reward"] <= 1.0, record
     assert ("agentgym/Generated-v0", str(archive)) in {(i, str(kw.get("archive"))) for i, kw in made}, made
+
+
+def test_an_openai_compatible_designer_over_http_designs_an_accepted_env(tmp_path, capsys):
+    """``--designer openai:<url>#<model>``: the brief goes over real HTTP (our OpenAI-compatible policy server on
+    loopback, answering with a fenced module) and the reply is validated, played and archived like any other."""
+    from meta_envs.design.designers import good_module
+    from trainer.serve import PolicyServer, ScriptedReplyPolicy
+
+    server = PolicyServer(ScriptedReplyPolicy([f"Here is my env:\n```python\n{good_module(0.4)}\n```"]), model_name="designer")
+    server.start()
+    try:
+        assert main(["selfplay", "--designer", f"openai:{server.url}#designer", "--group-size", "1", "--rounds", "1",
+                     "--archive", str(tmp_path)]) == 0
+    finally:
+        server.shutdown()
+        server.server_close()
+    (r,) = json.loads((tmp_path / "selfplay_report.json").read_text())["rounds"]
+    (sample,) = r["samples"]
+    assert sample["outcome"] == "ok" and r["accepted"] == 1 and r["archive_size"] == 1, sample
+    assert sample["reward"] > 0.3, sample  # p_hat 0.5 at knob 0.4 (test_env_design): B = 1
