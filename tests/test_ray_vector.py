@@ -205,6 +205,18 @@ def test_bad_ray_arguments_are_explained():
         TextVectorEnv([functools.partial(MazeEnv, size=1)], mode="ray", ray_options={"num_cpus": 0.5})
 
 
+def test_without_ray_installed_ray_mode_says_how_to_install_it_and_other_modes_work():
+    code = ("import sys\nsys.modules['ray'] = None  # import ray now raises ImportError\n"
+            "from agentgym_envs.vector import TextVectorEnv\n"
+            "from agentgym_envs.vector.ray_cluster import RayUnavailableError\n"
+            "with TextVectorEnv(env_id='agentgym/Maze-Easy-v0', num_envs=1, mode='thread') as venv:\n"
+            "    venv.reset(seed=0)\n"
+            "try:\n    TextVectorEnv(env_id='agentgym/Maze-Easy-v0', num_envs=1, mode='ray')\n"
+            "except RayUnavailableError as e:\n    print('refused:', e)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert "refused:" in result.stdout and "pip install 'agentgym[ray]'" in result.stdout, result.stderr[-2000:]
+
+
 _TRACED = """
     import socket, sys
     import agentgym_envs
