@@ -97,6 +97,8 @@ class RayPool:
         try:
             ray = import_ray()
             self._owns_ray = not ray.is_initialized()
+            if self._owns_ray and address:
+                _check_reachable(address)
             if self._owns_ray:
                 init_ray(address, num_cpus=None if address else max(os.cpu_count() or 1, math.ceil(workers * cpus)))
         except RayUnavailableError as e:
@@ -222,6 +224,21 @@ class RayPool:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _check_reachable(address: str, timeout: float = 5.0) -> None:
+    """Refuse a ``HOST:PORT`` nothing listens on (``ray.init`` would wait on it for minutes); other forms pass."""
+    import socket
+
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or "://" in address:
+        return  # "auto", "ray://...": Ray's own lookup
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as e:
+        raise RunAborted(f"cannot reach a Ray cluster at {address} ({e}); expected the head node's GCS address "
+                         "(`ray start --head` prints it; docs/scaling.md), or --ray alone for a local cluster. "
+                         "Nothing was played.") from None
 
 
 def _first_line(error: BaseException) -> str:

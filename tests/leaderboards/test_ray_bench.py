@@ -81,19 +81,24 @@ def _assert_once_and_equal(store, expected: list[tuple]) -> None:
     assert _rows(store) == expected
 
 
-# The driver-kill test starts its own Ray clusters in subprocesses: it runs before this module's ray_local one.
-def test_driver_sigkill_then_resume_stores_each_episode_once(reference, tmp_path):
+def test_driver_sigkill_then_resume_stores_each_episode_once(ray_local, reference, tmp_path):  # noqa: F811
+    """Both drivers start their own local cluster although this module's is discoverable (``RAY_ADDRESS``):
+    ``--ray`` alone never joins another cluster (it used to join it, or fail on ``num_cpus``)."""
     suite, expected = reference
     store = tmp_path / "killed.sqlite"
+    elsewhere = {"RAY_ADDRESS": ray_local.get_runtime_context().gcs_address}
     command = [sys.executable, "-m", "agentgym_envs.cli.main", "bench", "--suite", str(suite), "--policy", "random",
                "--store", str(store), *RAY, "--quiet"]
-    driver = subprocess.Popen(command, cwd=REPO, start_new_session=True, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
+    log = tmp_path / "driver.log"
+    with open(log, "wb") as err:
+        driver = subprocess.Popen(command, cwd=REPO, start_new_session=True, stdout=subprocess.DEVNULL, stderr=err,
+                                  env={**os.environ, **elsewhere})
     try:
         deadline = time.monotonic() + 120
         while _stored(store) < 3 and driver.poll() is None and time.monotonic() < deadline:
             time.sleep(0.02)
         actors = _bench_actors(driver.pid)
+        assert driver.poll() is None, log.read_text()[-2000:]
         os.kill(driver.pid, signal.SIGKILL)  # the driver alone: Ray must end its actors by itself
         driver.wait()
         at_kill = _stored(store)
@@ -110,7 +115,7 @@ def test_driver_sigkill_then_resume_stores_each_episode_once(reference, tmp_path
     assert 3 <= at_kill < TOTAL, f"the kill should land mid-suite, but {at_kill}/{TOTAL} episodes were stored"
 
     result = agentgym("bench", "--suite", str(suite), "--policy", "random", "--store", str(store), *RAY, "--quiet",
-                      timeout=180)
+                      timeout=180, env=elsewhere)
     assert result.returncode == 0, result.stderr
     assert f"{TOTAL}/{TOTAL} episodes stored ({TOTAL - at_kill} played now" in result.stdout
     _assert_once_and_equal(store, expected)
@@ -164,13 +169,12 @@ def test_cli_refuses_ray_with_a_local_pool(tmp_path):
     assert not (tmp_path / "s.sqlite").exists()
 
 
-def test_a_local_cluster_never_joins_another_ray_on_the_machine(ray_local):  # noqa: F811
-    """``--ray`` alone (``init_ray(None)``) starts its own cluster even while another one is discoverable here
-    (``RAY_ADDRESS``, or the file a ``ray start`` cluster leaves in /tmp/ray): it joined, or failed, before."""
-    ours = ray_local.get_runtime_context().gcs_address
-    code = ("import ray; from agentgym_envs.vector.ray_cluster import init_ray; init_ray(num_cpus=1); "
-            "print(ray.get_runtime_context().gcs_address); ray.shutdown()")
-    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "RAY_ADDRESS": ours})
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip().splitlines()[-1] != ours
+def test_an_unreachable_cluster_address_is_refused_at_once(reference, tmp_path):
+    """``--ray HOST:PORT`` with nothing listening: ray.init alone waited there for minutes."""
+    suite, _ = reference
+    start = time.monotonic()
+    result = agentgym("bench", "--suite", str(suite), "--policy", "random", "--store", str(tmp_path / "s.sqlite"),
+                      "--ray", "127.0.0.1:1", "--quiet", timeout=60)
+    assert result.returncode == 2 and "cannot reach a Ray cluster at 127.0.0.1:1" in result.stderr, result.stderr
+    assert time.monotonic() - start < 30
+    assert _stored(tmp_path / "s.sqlite") == 0
