@@ -7,6 +7,7 @@ Two-node behaviour (spread over nodes, node removal) is in test_ray_vector_nodes
 from __future__ import annotations
 
 import functools
+import gc
 import os
 import re
 import shutil
@@ -187,13 +188,18 @@ def test_threads_per_actor_steps_waiting_envs_side_by_side():
         assert [o.rsplit(" ", 1)[1] for o in obs] == ["a", "b", "c", "d"]  # replies keep their envs' order
 
 
-def test_close_stops_the_actors():
+def test_close_and_garbage_collection_stop_the_actors():
     venv = TextVectorEnv(env_id=MAZE, num_envs=2, mode="ray", ray_options=TWO_PER_ACTOR)
     pids = venv.worker_pids()
     venv.close()
     assert _wait_gone(pids)
     with pytest.raises(VectorEnvError, match="closed"):
         venv.reset(seed=0)
+    venv = TextVectorEnv([lambda: gymnasium.make(MAZE)], mode="ray", ray_options=TWO_PER_ACTOR)  # a lambda ships
+    pids = venv.worker_pids()
+    del venv
+    gc.collect()
+    assert _wait_gone(pids)  # garbage collection stops the actors too
 
 
 def test_bad_ray_arguments_are_explained():
