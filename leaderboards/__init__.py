@@ -9,7 +9,8 @@ The tree is the architecture:
 * ``episode.py`` — one episode: env → protocol wrapper → chat → policy, every step recorded; infrastructure
   failures told apart from the agent's.
 * ``runner.py`` — a suite in parallel and resumably; ``workers.py`` — the threads or processes that play
-  episodes, tied to the runner's life by ``lifeline.py``; ``leases.py`` — how several runners share one run;
+  episodes, tied to the runner's life by ``lifeline.py``; ``ray_workers.py`` — the same as Ray actors across a
+  cluster (``agentgym bench --ray``); ``leases.py`` — how several runners share one run;
   ``store.py`` — the SQLite results store; ``records.py`` — the plain data between them.
 * ``stats.py``, ``report.py``, ``plots.py``, ``html.py``, ``publish.py`` — intervals, pass@k, tables, plots, pages.
 * ``cli/`` — ``agentgym bench`` and ``agentgym leaderboard``.

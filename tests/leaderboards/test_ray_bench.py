@@ -178,3 +178,15 @@ def test_an_unreachable_cluster_address_is_refused_at_once(reference, tmp_path):
     assert result.returncode == 2 and "cannot reach a Ray cluster at 127.0.0.1:1" in result.stderr, result.stderr
     assert time.monotonic() - start < 30
     assert _stored(tmp_path / "s.sqlite") == 0
+
+
+def test_without_ray_installed_the_cli_says_how_to_install_it(reference, tmp_path):
+    suite, _ = reference
+    store = tmp_path / "s.sqlite"
+    argv = ["agentgym", "bench", "--suite", str(suite), "--policy", "random", "--store", str(store), "--ray"]
+    code = (f"import runpy, sys; sys.modules['ray'] = None; sys.argv = {argv!r}; "  # `import ray` now fails
+            "runpy.run_module('agentgym_envs.cli.main', run_name='__main__')")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "pip install 'agentgym[ray]'" in done.stderr and "Traceback" not in done.stderr
+    assert _stored(store) == 0
