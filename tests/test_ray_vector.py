@@ -202,6 +202,27 @@ def test_close_and_garbage_collection_stop_the_actors():
     assert _wait_gone(pids)  # garbage collection stops the actors too
 
 
+class LeakyEnv(ScriptedEnv):
+    """An env bug: the action "leak" puts an unpicklable object (a lock) into the step's info."""
+
+    def _step(self, action):
+        step = super()._step(action)
+        if action == "leak":
+            step.info["lock"] = threading.Lock()
+        return step
+
+
+def test_what_cannot_travel_fails_only_its_own_env():
+    with TextVectorEnv([LeakyEnv] * 2, mode="ray", ray_options=TWO_PER_ACTOR) as venv:
+        venv.reset(seed=0)
+        pids = venv.worker_pids()
+        _, _, _, truncated, infos = venv.step([threading.Lock(), "a"])  # the caller's action does not pickle
+        assert "arguments could not be pickled" in infos[0]["infra_error"] and truncated.tolist() == [True, False]
+        obs, _, _, truncated, infos = venv.step(["b", "leak"])
+        assert "result could not be pickled" in infos[1]["infra_error"] and truncated.tolist() == [False, True]
+        assert obs[0].endswith("step 1: b") and venv.worker_pids() == pids  # the actor and its other env stay
+
+
 def test_bad_ray_arguments_are_explained():
     with pytest.raises(ValueError, match="ray_options goes with mode='ray'"):
         TextVectorEnv(env_id=MAZE, num_envs=1, mode="thread", ray_options={})

@@ -124,8 +124,14 @@ class EnvHost:
         """Run each ``(key, command, payload)`` in order; an env's exception is its own reply, as data."""
         self.batches_run += 1
         if self.pool is not None and len(batch) > 1:  # each key appears once per batch: one thread per env
-            return list(self.pool.map(self._one, batch))
-        return [self._one(command) for command in batch]
+            replies = list(self.pool.map(self._one, batch))
+        else:
+            replies = [self._one(command) for command in batch]
+        try:
+            cloudpickle.dumps(replies)  # one check of the whole batch (microseconds for text and small dicts)
+        except Exception:  # a result that cannot travel fails its own env, not the batch
+            replies = [_travelling(reply) for reply in replies]
+        return replies
 
     def _one(self, command: tuple[int, str, Any]) -> tuple[str, Any]:
         key, name, payload = command
@@ -133,13 +139,9 @@ class EnvHost:
             if name == "close":
                 self.envs.pop(key).close()
                 return "ok", None
-            value = COMMANDS[name](self.envs[key], payload)
-            if name == "call":
-                cloudpickle.dumps(value)  # a result that cannot travel fails this env, not the batch
-            return "ok", value
+            return "ok", COMMANDS[name](self.envs[key], payload)
         except Exception as e:
             return "error", _error(e)
-
 
     def stats(self) -> dict[str, Any]:
         """What this actor hosts and how many batched calls it ran (tests check the batching with it)."""
@@ -175,15 +177,33 @@ class _Slot:
         if self.queue and self.lost is None:
             try:
                 ref = self.actor.run.remote(self.queue)
-            except Exception as e:  # Ray already knows the actor is dead and refuses the call
+            except Exception as e:
+                if isinstance(e, TypeError) and self._drop_unpicklable():  # the culprits fail alone
+                    self.flush()
+                    return
                 self.batches[None] = [(key, command) for key, command, _ in self.queue]
-                self.fail(_lost(self._indices(), e))
+                self.fail(_lost(self._indices(), e))  # Ray already knows the actor is dead and refuses the call
                 return
             awaited = [key for key, command, _ in self.queue if command != "close"]
             if awaited:
                 self.batches[ref] = [(key, command) for key, command, _ in self.queue]
                 self.batch_of.update((key, ref) for key in awaited)
         self.queue = []
+
+    def _drop_unpicklable(self) -> bool:
+        """Answer, with a ``raised`` failure, each queued command whose arguments do not pickle, and keep the
+        rest queued; ``False`` if every argument pickles (the refusal was not about arguments)."""
+        kept = []
+        for key, command, payload in self.queue:
+            try:
+                cloudpickle.dumps(payload)
+                kept.append((key, command, payload))
+            except Exception as e:
+                self.replies[key] = Failure("raised", f"the {command} arguments could not be pickled: "
+                                                      f"{type(e).__name__}: {e}")
+        dropped = len(kept) < len(self.queue)
+        self.queue = kept
+        return dropped
 
     def reply(self, key: int, deadline: float | None) -> Any:
         """The reply to ``key``'s queued command: a value, or a :class:`Failure` if the actor failed."""
@@ -325,6 +345,16 @@ class RayEnvHandle:
                 pass
             self.fleet.kill(self.slot.actor)
             self.slot.actor, self.slot.batches, self.slot.batch_of = None, {}, {}
+
+
+def _travelling(reply: tuple[str, Any]) -> tuple[str, Any]:
+    """``reply`` if it pickles, else an error reply saying why (the env's result cannot leave the actor)."""
+    try:
+        cloudpickle.dumps(reply)
+        return reply
+    except Exception as e:
+        return "error", {"type": type(e).__name__, "message": f"its result could not be pickled: {e}",
+                         "traceback": ""}
 
 
 def _lost(indices: list[int], e: BaseException) -> Failure:
