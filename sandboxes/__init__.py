@@ -49,7 +49,7 @@ def make(backend: str = "bwrap", limits: Limits | None = None, *, ray_node: str 
     """
     ray_node = ray_node or os.environ.get("AGENTGYM_SANDBOX_RAY_NODE") or None
     if ray_node is not None:
-        from .ray_host import RemoteSandbox
+        from .ray_client import RemoteSandbox
 
         return RemoteSandbox(backend, limits, node=ray_node, **options)  # type: ignore[return-value]
     if backend == "bwrap":

@@ -4,7 +4,7 @@ A sandbox is a set of kernel namespaces and a supervisor process on one machine,
 host actor named ``agentgym-sandbox-host:<node id>`` (namespace ``agentgym``) is pinned to its node
 (hard node affinity, ``num_cpus=0``, threaded so many clients' commands run at once) and owns every
 sandbox of that node. A client anywhere in the cluster — an env actor, a generated env, the driver — holds
-a :class:`RemoteSandbox`, which speaks the :class:`~sandboxes.base.Sandbox` protocol (plus shells and
+a :class:`~sandboxes.ray_client.RemoteSandbox`, which speaks the :class:`~sandboxes.base.Sandbox` protocol (plus shells and
 spawned processes, so terminal envs and :class:`~sandboxes.runner.PythonRunner` work unchanged) by one
 Ray call per operation.
 
@@ -20,8 +20,9 @@ actor or its node died, or the host did not answer within the operation's own de
 :data:`RPC_MARGIN_S` — is :class:`~sandboxes.base.SandboxDied`, which terminal envs already report as
 ``infra_error``; ``reset()`` then opens a fresh sandbox (on a new host if the old one is gone). Ray
 never retries a call (``max_task_retries=0``: a command is not idempotent) nor restarts a host
-(``max_restarts=0``: a restarted actor would have lost its sandboxes). A client that vanishes without
-``close()`` loses its sandbox to the pool after ``lease_s`` without a call (reset, then reused).
+(``max_restarts=0``: a restarted actor would have lost its sandboxes). A client actor that dies (SIGKILL,
+its node lost) loses its sandboxes to the pool within seconds (the host pings the owners of its leases);
+any other client that vanishes without ``close()`` after ``lease_s`` without a call (reset, then reused).
 Hosts are detached actors, so they outlive the job that made them; :func:`shutdown_hosts` stops them.
 """
 
@@ -33,20 +34,26 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Any
 
-from .base import ExecResult, Limits, SandboxDied, SandboxError, SandboxUnavailable, ShellResult
+from .base import Limits, SandboxDied, SandboxError, SandboxUnavailable
 from .pool import SandboxPool
-from .supervised import GRACE_S, ShellSession, SupervisedSandbox
+from .supervised import GRACE_S as _SUPERVISOR_GRACE_S
+from .supervised import ShellSession, SupervisedSandbox
 
 NAMESPACE = "agentgym"
 HOST_PREFIX = "agentgym-sandbox-host:"
 NODE_ENV = "AGENTGYM_SANDBOX_RAY_NODE"
 """When set (``local``, ``any`` or a node id), every ``sandboxes.make`` in the process returns a proxy."""
+GRACE_S = _SUPERVISOR_GRACE_S
+"""Beyond a command's own timeout: what the supervisor itself may take to kill it and drain its pipes."""
 RPC_MARGIN_S = 30.0
 """Beyond an operation's own deadline: the Ray round trip, and the host starting a sandbox on first use."""
 OPEN_TIMEOUT_S = 120.0
 STATS_TIMEOUT_S = 10.0
+RELEASE_TIMEOUT_S = 5.0
+OWNER_CHECK_S = 5.0
+"""How often a host checks that the actors holding its sandboxes are alive (a dead one's go back to the pool)."""
 """How long ``node="any"`` waits for the hosts' loads (a host that has not answered by then is passed over)."""
 _OPS = frozenset({"run", "write_file", "read_file", "reset", "processes", "kill_processes", "spawn", "recv_line",
                   "kill", "open_shell", "shell"})
@@ -56,7 +63,10 @@ _OPS = frozenset({"run", "write_file", "read_file", "reset", "processes", "kill_
 class _Lease:
     box: SupervisedSandbox
     pool: SandboxPool
+    owner: Any = None
+    """The handle of the actor that leased it (``None``: a driver), watched so its death frees the sandbox."""
     used: float = field(default_factory=time.monotonic)
+    ping: Any = None
 
 
 class SandboxHost:
@@ -71,7 +81,8 @@ class SandboxHost:
         self._reaper = threading.Thread(target=self._reap_forever, name="sandbox-host-reaper", daemon=True)
         self._reaper.start()
 
-    def open(self, backend: str, limits: Limits | None, options: dict[str, Any], timeout: float) -> dict[str, Any]:
+    def open(self, backend: str, limits: Limits | None, options: dict[str, Any], timeout: float,
+             owner: Any = None) -> dict[str, Any]:
         """Acquire a pristine sandbox of this configuration; the answer carries its handle and limits."""
         try:
             pool = self._pool(backend, limits, options)
@@ -80,7 +91,7 @@ class SandboxHost:
             return _error(e)
         handle = uuid.uuid4().hex
         with self._lock:
-            self._leases[handle] = _Lease(box, pool)
+            self._leases[handle] = _Lease(box, pool, owner)
         return {"handle": handle, "limits": box.limits, "node_id": _node_id()}
 
     def call(self, handle: str, op: str, args: tuple, kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -127,12 +138,36 @@ class SandboxHost:
 
     def _reap_forever(self) -> None:
         while True:
-            time.sleep(max(1.0, self.lease_s / 4))
+            time.sleep(min(OWNER_CHECK_S, max(0.1, self.lease_s / 4)))
             cutoff = time.monotonic() - self.lease_s
             with self._lock:
-                stale = [h for h, lease in self._leases.items() if lease.used < cutoff]
-            for handle in stale:
-                self.release(handle)
+                leases = list(self._leases.items())
+            for handle, lease in leases:
+                if lease.used < cutoff or _owner_died(lease):
+                    self.release(handle)
+
+
+def _owner_died(lease: _Lease) -> bool:
+    """Whether the actor that leased the sandbox is dead (SIGKILLed, its node lost): it will never close it.
+
+    A ping is sent and read on a later round, so an owner busy with a long step is never waited for."""
+    if lease.owner is None:
+        return False
+    ray = _ray()
+    if lease.ping is None:
+        lease.ping = lease.owner.__ray_ready__.remote()
+        return False
+    ready, _ = ray.wait([lease.ping], timeout=0)
+    if not ready:
+        return False
+    lease.ping = None
+    try:
+        ray.get(ready[0])
+    except ray.exceptions.RayActorError:
+        return True
+    except ray.exceptions.RayError:
+        return False
+    return False
 
 
 def _perform(box: SupervisedSandbox, op: str, args: tuple, kwargs: dict[str, Any]) -> Any:
@@ -234,148 +269,3 @@ def shutdown_hosts() -> int:
         ray.kill(host)
         stopped += 1
     return stopped
-
-
-# ----------------------------------------------------------------- the client
-class RemoteShell:
-    """A live shell session in a :class:`RemoteSandbox` (see :class:`~sandboxes.supervised.ShellSession`)."""
-
-    def __init__(self, sandbox: RemoteSandbox, sid: str):
-        self.sandbox, self.sid = sandbox, sid
-
-    def run(self, command: str, *, timeout: float) -> ShellResult:
-        return self.sandbox._call("shell", (self.sid, command), {"timeout": timeout}, wait=_wait(timeout))
-
-
-class RemoteSandbox:
-    """A sandbox on a node's host actor, driven from anywhere in the cluster (see the module docstring)."""
-
-    def __init__(self, backend: str = "bwrap", limits: Limits | None = None, *, node: str = "local",
-                 **options: Any):
-        self.backend, self.node = backend, node
-        self._requested, self._options = limits, options
-        self._lock = threading.RLock()
-        self._closed = False
-        self._host: Any = None
-        self._handle: str | None = None
-        self.node_id: str | None = None
-        self.limits = limits or Limits()
-        self._open()
-
-    # ----------------------------------------------------------------- the protocol
-    def run(self, command: str | list[str], *, timeout: float, stdin: bytes | None = None,
-            cwd: str | None = None, env: dict[str, str] | None = None) -> ExecResult:
-        return self._call("run", (command,), {"timeout": timeout, "stdin": stdin, "cwd": cwd, "env": env},
-                          wait=_wait(timeout))
-
-    def write_file(self, path: str, data: bytes, *, mode: int = 0o644) -> None:
-        self._call("write_file", (path, data), {"mode": mode}, wait=60.0)
-
-    def read_file(self, path: str, *, max_bytes: int = 32 << 20) -> bytes:
-        return self._call("read_file", (path,), {"max_bytes": max_bytes}, wait=60.0)
-
-    def reset(self) -> None:
-        """Back to pristine: reset on its host, or a fresh sandbox when the host (or its node) is gone."""
-        with self._lock:
-            self._ensure_open()
-            if self._handle is not None:
-                try:
-                    self._call("reset", (), {}, wait=90.0)
-                    return
-                except SandboxDied:
-                    pass
-            self._release()
-            self._open()
-
-    def close(self) -> None:
-        with self._lock:
-            if not self._closed:
-                self._closed = True
-                self._release()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def open_shell(self, *, cwd: str | None = None, env: dict[str, str] | None = None) -> RemoteShell:
-        return RemoteShell(self, self._call("open_shell", (), {"cwd": cwd, "env": env}, wait=30.0))
-
-    def spawn(self, argv: list[str], *, cwd: str | None = None, env: dict[str, str] | None = None) -> str:
-        return self._call("spawn", (argv,), {"cwd": cwd, "env": env}, wait=30.0)
-
-    def recv_line(self, key: str, *, timeout: float, send: bytes | None = None,
-                  max_bytes: int = 16 << 20) -> tuple[bytes | None, bool, bytes]:
-        return self._call("recv_line", (key,), {"timeout": timeout, "send": send, "max_bytes": max_bytes},
-                          wait=_wait(timeout))
-
-    def kill(self, key: str) -> None:
-        self._call("kill", (key,), {}, wait=30.0)
-
-    def processes(self) -> list[int]:
-        return self._call("processes", (), {}, wait=30.0)
-
-    def kill_processes(self) -> None:
-        self._call("kill_processes", (), {}, wait=30.0)
-
-    @property
-    def alive(self) -> bool:
-        return self._handle is not None and not self._closed
-
-    # ----------------------------------------------------------------- plumbing
-    def _open(self) -> None:
-        ray = _ray()
-        node_id = choose_node(self.node)
-        host = host_on(node_id)
-        try:
-            answer = ray.get(host.open.remote(self.backend, self._requested, self._options, OPEN_TIMEOUT_S),
-                             timeout=OPEN_TIMEOUT_S + RPC_MARGIN_S)
-        except ray.exceptions.RayError as e:
-            raise SandboxDied(f"the sandbox host on node {node_id} failed to open a sandbox ({type(e).__name__}: "
-                              f"{e}); reset() tries again") from e
-        if "error" in answer:
-            raise _RAISE.get(answer["error"], SandboxDied)(f"on node {node_id}: {answer['message']}")
-        self._host, self._handle, self.node_id, self.limits = host, answer["handle"], node_id, answer["limits"]
-
-    def _call(self, op: str, args: tuple, kwargs: dict[str, Any], *, wait: float) -> Any:
-        ray = _ray()
-        with self._lock:
-            self._ensure_open()
-            if self._handle is None:
-                raise SandboxDied(f"this Ray {self.backend} sandbox is broken; call reset() to get a fresh one")
-            host, handle = self._host, self._handle
-        try:
-            answer = ray.get(host.call.remote(handle, op, args, kwargs), timeout=wait + RPC_MARGIN_S)
-        except ray.exceptions.GetTimeoutError as e:
-            self._abandon()
-            raise SandboxDied(f"the sandbox host on node {self.node_id} did not answer {op} within "
-                              f"{wait + RPC_MARGIN_S:.0f} s; reset() starts a fresh sandbox") from e
-        except ray.exceptions.RayError as e:
-            self._abandon()
-            raise SandboxDied(f"the sandbox host on node {self.node_id} is gone ({type(e).__name__}); reset() "
-                              "starts a fresh sandbox") from e
-        if "error" in answer:
-            raise _RAISE.get(answer["error"], SandboxDied)(answer["message"])
-        return answer["ok"]
-
-    def _abandon(self) -> None:
-        with self._lock:
-            self._release()
-
-    def _release(self) -> None:
-        host, handle, self._host, self._handle = self._host, self._handle, None, None
-        if host is not None and handle is not None:
-            try:
-                host.release.remote(handle)  # not awaited: a dead host has nothing left to release
-            except Exception:  # noqa: BLE001 - Ray already shut down in this process
-                pass
-
-    def _ensure_open(self) -> None:
-        if self._closed:
-            raise SandboxError(f"this Ray {self.backend} sandbox is closed")
-
-
-def _wait(timeout: Any) -> float:
-    """How long the host may take for an operation with ``timeout`` (a bad value is refused by the host)."""
-    return float(timeout) + GRACE_S if isinstance(timeout, (int, float)) and 0 < timeout < 1e6 else 60.0

@@ -5,6 +5,8 @@ One local Ray per module (``ray_local``); the two-node test starts its own ``loc
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 import time
 
@@ -15,7 +17,7 @@ from ray_support import ray_local  # noqa: F401  (the module's local cluster)
 
 import agentgym_envs  # noqa: F401  (registers the ids)
 import sandboxes
-from sandboxes import PythonRunner, SandboxDied, SandboxError, SandboxUnavailable, ray_host
+from sandboxes import PythonRunner, SandboxDied, SandboxError, SandboxUnavailable, ray_client, ray_host
 
 
 def test_without_ray_or_before_init_the_error_says_what_to_do(monkeypatch):
@@ -30,7 +32,7 @@ def test_without_ray_or_before_init_the_error_says_what_to_do(monkeypatch):
 
 def test_the_proxy_keeps_the_sandbox_contract(ray_local):
     with sandboxes.make("bwrap", ray_node="local", memory_mb=256, output_bytes=4096) as box:
-        assert isinstance(box, ray_host.RemoteSandbox)
+        assert isinstance(box, ray_client.RemoteSandbox)
         assert box.node_id == ray.get_runtime_context().get_node_id()
         assert (box.limits.memory_mb, box.limits.output_bytes) == (256, 4096)  # the host's limits come back
         result = box.run("echo hi; echo err >&2; exit 3", timeout=10)
@@ -59,13 +61,29 @@ def test_python_runner_runs_generated_code_on_the_host(ray_local, monkeypatch):
     monkeypatch.setenv(ray_host.NODE_ENV, "local")  # how generated envs (meta-envs) get Ray sandboxes
     box = sandboxes.make("bwrap", memory_mb=256)
     try:
-        assert isinstance(box, ray_host.RemoteSandbox)
+        assert isinstance(box, ray_client.RemoteSandbox)
         runner = PythonRunner(box, "def add(a, b):\n    return a + b\n")
         assert runner.call("add", 2, 3) == 5
         host = ray_host.host_on(box.node_id)
         assert ray.get(host.stats.remote())["leased"] >= 1
     finally:
         box.close()
+
+
+def test_a_generated_env_plays_the_same_on_a_ray_sandbox(ray_local, monkeypatch):
+    from meta_envs.design.contract import example_module
+    from meta_envs.design.sandboxed import SandboxedModuleEnv, play
+
+    def episode() -> tuple:
+        with SandboxedModuleEnv(example_module("lamps"), difficulty=0.0) as env:
+            remote = isinstance(env.sandbox, ray_client.RemoteSandbox)
+            return remote, env.reset(3), play(env, lambda obs, legal: env.expert_action(), 3)
+
+    local = episode()
+    monkeypatch.setenv(ray_host.NODE_ENV, "any")  # how generated envs (meta-envs) get Ray sandboxes
+    on_ray = episode()
+    assert (local[0], on_ray[0]) == (False, True)
+    assert on_ray[1:] == local[1:] and local[2] == (1.0, 4)
 
 
 def test_terminal_env_on_ray_sandboxes_matches_local_ones(ray_local):
@@ -97,13 +115,20 @@ def test_terminal_envs_in_ray_env_actors_lease_their_nodes_sandboxes(ray_local):
         obs, *_ = venv.step(["echo from-an-actor && hostname -s >/dev/null"] * 2)
         assert all(o.startswith("from-an-actor\n") for o in obs)
         host = ray_host.host_on(ray.get_runtime_context().get_node_id())
-        assert ray.get(host.stats.remote())["leased"] == 2  # both actors' sandboxes live in the node's host
+        assert _leased(host, 2) == 2  # both actors' sandboxes live in the node's host
+        ray.kill(venv._fleet.slots[0].actor)  # an env actor dies without closing its env
+        assert _leased(host, 1) == 1  # the host saw its owner die and took the sandbox back
     finally:
         venv.close()
-    deadline = time.monotonic() + 20
-    while ray.get(host.stats.remote())["leased"] and time.monotonic() < deadline:
+    assert _leased(host, 0) == 0
+
+
+def _leased(host, expected: int, within: float = 25.0) -> int:
+    """The host's leased count once it is ``expected`` (or whatever it is after ``within`` seconds)."""
+    deadline = time.monotonic() + within
+    while (leased := ray.get(host.stats.remote())["leased"]) != expected and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert ray.get(host.stats.remote())["leased"] == 0  # closing the envs handed their sandboxes back
+    return leased
 
 
 def test_a_dead_host_is_infra_error_and_the_next_reset_works(ray_local):
@@ -121,6 +146,26 @@ def test_a_dead_host_is_infra_error_and_the_next_reset_works(ray_local):
         assert ray.get(ray_host.host_on(env.unwrapped._box.node_id).stats.remote())["pid"] != host_pid
     finally:
         env.close()
+
+
+def test_a_hung_host_is_found_by_the_deadline(ray_local, monkeypatch):
+    monkeypatch.setattr(ray_host, "GRACE_S", 0.0)  # deadline = the command's timeout + the margin: 2 s here
+    monkeypatch.setattr(ray_host, "RPC_MARGIN_S", 1.0)
+    box = sandboxes.make("bwrap", ray_node="local")
+    pid = ray.get(ray_host.host_on(box.node_id).stats.remote())["pid"]
+    os.kill(pid, signal.SIGSTOP)  # the host stops answering (alive to Ray, but hung)
+    try:
+        start = time.monotonic()
+        with pytest.raises(SandboxDied, match="did not answer run within 2 s"):
+            box.run("echo hi", timeout=1)
+        assert time.monotonic() - start < 10 and not box.alive
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    try:
+        box.reset()  # a fresh sandbox from the host, which answers again
+        assert box.run("echo back", timeout=5).stdout == b"back\n"
+    finally:
+        box.close()
 
 
 def test_the_agent_killing_everything_is_its_own_outcome(ray_local):
