@@ -66,3 +66,19 @@ def test_ray_rollouts_are_the_local_ones(ray_local, tiny_overrides, tmp_path):
     assert len(local) == 4 and all(row[-1] is None for row in local)
     assert on_ray == local
     assert ray.is_initialized()  # a cluster the trainer joined is left running
+
+
+def test_a_lost_env_actor_gives_infra_error_trajectories_and_training_goes_on(ray_local, tiny_overrides, tmp_path):
+    trainer = Trainer(load_config(None, tiny_overrides + SMALL + ["rollout.backend=ray", "ray.envs_per_actor=2",
+                                                                  "ray.actor_cpus=0.5", f"out_dir={tmp_path}"]))
+    try:
+        trainer.collect()
+        ray.kill(trainer._worker.venv._fleet.slots[0].actor)  # the actor of group 0 (envs 0 and 1) dies
+        trajectories, metrics = trainer.collect()
+        assert len(trajectories) == 4 and metrics["infra_errors"] == 2  # none lost, none duplicated
+        assert [t.infra_error is not None for t in trajectories] == [True, True, False, False]
+        assert "Ray actor hosting envs [0, 1] was lost" in trajectories[0].infra_error
+        assert trainer.train_step()["step"] == 1  # the update goes on with the others
+        assert all(t.infra_error is None for t in trainer.collect()[0])  # a replacement actor took over
+    finally:
+        trainer.close()
