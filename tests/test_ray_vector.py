@@ -230,6 +230,16 @@ def test_bad_ray_arguments_are_explained():
         TextVectorEnv(env_id=MAZE, num_envs=1, mode="ray", ray_options={"actors": 2})
     with pytest.raises(VectorEnvError, match="env 0 could not be built.*size must be between"):
         TextVectorEnv([functools.partial(MazeEnv, size=1)], mode="ray", ray_options={"num_cpus": 0.5})
+    with pytest.raises(ValueError, match=r"num_cpus <= 2.0 .*got 3"):  # never schedulable: refused, no hang
+        TextVectorEnv(env_id=MAZE, num_envs=1, mode="ray", ray_options={"num_cpus": 3})
+
+
+def test_an_actor_that_cannot_be_scheduled_stops_the_run_instead_of_hanging():
+    start = time.monotonic()
+    with pytest.raises(VectorEnvError, match=r"env \d could not be built.*not scheduled.*startup_timeout=8"):
+        TextVectorEnv(env_id=MAZE, num_envs=3, mode="ray",  # 3 actors of 1 CPU on 2 CPUs: one never starts
+                      ray_options={"envs_per_actor": 1, "num_cpus": 1, "startup_timeout": 8})
+    assert time.monotonic() - start < 25
 
 
 def test_without_ray_installed_ray_mode_says_how_to_install_it_and_other_modes_work():

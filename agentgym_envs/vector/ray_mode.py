@@ -22,7 +22,8 @@ silently lose its envs' state, and a retried step is not idempotent):
 
 Actors ask for a fractional ``num_cpus`` and are placed with Ray's ``SPREAD`` strategy (soft: a replacement
 still starts when a node is gone; ``ActorPool``-style hangs on unschedulable actors are avoided because
-every wait has a deadline: a replacement that cannot be scheduled within ``STARTUP_TIMEOUT_S`` raises).
+every wait has a deadline: an actor asking for more CPUs than any node has is refused up front, and one
+that is not scheduled and built within ``startup_timeout`` raises :class:`VectorEnvError`).
 Unpickling here is of our own driver's cloudpickles of its env factories, and of results from our own
 actors, inside the cluster the user started: no bytes from an agent or a remote user are unpickled.
 """
@@ -44,7 +45,7 @@ import cloudpickle
 
 from ..core.snapshots import install_key, snapshot_key
 from .ray_cluster import import_ray, init_ray
-from .worker import COMMANDS, Failure, _error, _raised, _remaining
+from .worker import COMMANDS, STARTUP_TIMEOUT_S, Failure, _error, _raised, _remaining
 
 ray = import_ray()
 
@@ -59,6 +60,8 @@ class RayOptions:
             at most ``num_envs``); give one of ``envs_per_actor``/``num_actors``, or neither.
         num_cpus: CPUs each actor reserves (fractional is fine: envs that mostly wait need little).
         scheduling_strategy: Ray's placement for the actors (``"SPREAD"`` over nodes, or ``"DEFAULT"``).
+        startup_timeout: seconds an actor may take to be scheduled and build its envs (a full cluster
+            can leave a replacement unscheduled: the run then stops with an error instead of hanging).
         threads_per_actor: ``> 1`` steps an actor's envs side by side in that many threads, for envs that
             mostly wait (a browser, a terminal, a server); envs that use signals need the default ``1``.
         address: the cluster to join if Ray is not initialised yet (``None``: a loopback local cluster).
@@ -69,6 +72,7 @@ class RayOptions:
     num_cpus: float = 1.0
     scheduling_strategy: str = "SPREAD"
     threads_per_actor: int = 1
+    startup_timeout: float = STARTUP_TIMEOUT_S
     address: str | None = None
 
     @classmethod
@@ -89,6 +93,10 @@ class RayOptions:
         if not self.num_cpus > 0 or self.threads_per_actor < 1:
             raise ValueError(f"expected ray_options num_cpus > 0 and threads_per_actor >= 1, got "
                              f"{self.num_cpus!r} and {self.threads_per_actor!r}")
+        largest = max((node["Resources"].get("CPU", 0.0) for node in ray.nodes() if node["Alive"]), default=0.0)
+        if self.num_cpus > largest:
+            raise ValueError(f"expected ray_options num_cpus <= {largest} (the most CPUs of one node in this "
+                             f"cluster), got {self.num_cpus}: such an actor could never be scheduled")
         if self.envs_per_actor is not None:
             k = self.envs_per_actor
         else:
@@ -250,7 +258,7 @@ class RayFleet:
         options = RayOptions.of(options)
         init_ray(options.address)
         self.envs_per_actor = options.layout(num_envs)
-        self.threads = options.threads_per_actor
+        self.threads, self.startup_timeout = options.threads_per_actor, options.startup_timeout
         self.actor_class = ray.remote(EnvHost).options(
             num_cpus=options.num_cpus, max_restarts=0, max_task_retries=0,
             scheduling_strategy=options.scheduling_strategy)
@@ -290,6 +298,7 @@ class RayEnvHandle:
     def __init__(self, fleet: RayFleet, slot: _Slot, key: int, build_ref: Any):
         self.fleet, self.slot, self.key, self.generation = fleet, slot, key, slot.generation
         self._build_ref = build_ref
+        self._ready_by = time.monotonic() + fleet.startup_timeout
         self._broken: Failure | None = None
         self.pid: int | None = None
         self.node_id: str | None = None
@@ -298,9 +307,11 @@ class RayEnvHandle:
     def wait_ready(self, deadline: float | None) -> Failure | None:
         if self._build_ref is None:
             return self.slot.lost
+        deadline = self._ready_by if deadline is None else min(deadline, self._ready_by)
         ready, _ = ray.wait([self._build_ref], timeout=_remaining(deadline))
         if not ready:
-            self.slot.fail(Failure("timeout", "its Ray actor was not scheduled or did not build the env in time"))
+            self.slot.fail(Failure("timeout", "its Ray actor was not scheduled or did not build the env within "
+                                              f"startup_timeout={self.fleet.startup_timeout} s"))
             return self.slot.lost
         try:
             status, value = ray.get(self._build_ref)
