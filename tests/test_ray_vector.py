@@ -223,6 +223,28 @@ def test_what_cannot_travel_fails_only_its_own_env():
         assert obs[0].endswith("step 1: b") and venv.worker_pids() == pids  # the actor and its other env stay
 
 
+class MarkedEnv(ScriptedEnv):
+    """Writes a file when closed: closing the vector env must let every env close itself (a browser quits,
+    a terminal env hands its sandbox back) before its actor is stopped."""
+
+    def __init__(self, marker: str):
+        super().__init__()
+        self.marker = marker
+
+    def close(self):
+        with open(self.marker, "w") as f:
+            f.write("closed")
+        super().close()
+
+
+def test_close_lets_every_env_close_before_its_actor_stops(tmp_path):
+    markers = [str(tmp_path / f"env{i}") for i in range(4)]
+    venv = TextVectorEnv([functools.partial(MarkedEnv, m) for m in markers], mode="ray", ray_options=TWO_PER_ACTOR)
+    venv.reset(seed=0)
+    venv.close()
+    assert [os.path.exists(m) for m in markers] == [True] * 4
+
+
 def test_bad_ray_arguments_are_explained():
     with pytest.raises(ValueError, match="ray_options goes with mode='ray'"):
         TextVectorEnv(env_id=MAZE, num_envs=1, mode="thread", ray_options={})

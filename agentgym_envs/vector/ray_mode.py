@@ -171,13 +171,14 @@ class _Slot:
         self.batches: dict[Any, list[tuple[int, str]]] = {}  # ObjectRef -> (key, command) in order
         self.replies: dict[int, Any] = {}
         self.open_keys: set[int] = set()
+        self.closing: list[Any] = []  # close-only batches: waited for (briefly) before the actor is stopped
 
     def ensure_actor(self) -> None:
         if self.actor is not None and self.lost is None:
             return
         self.generation += 1
         self.lost, self.queue, self.batch_of, self.batches, self.replies = None, [], {}, {}, {}
-        self.open_keys = set()
+        self.open_keys, self.closing = set(), []
         self.actor = self.fleet.actor_class.remote(list(sys.path), snapshot_key(), self.fleet.threads)
 
     def flush(self) -> None:
@@ -196,6 +197,8 @@ class _Slot:
             if awaited:
                 self.batches[ref] = [(key, command) for key, command, _ in self.queue]
                 self.batch_of.update((key, ref) for key in awaited)
+            else:
+                self.closing.append(ref)
         self.queue = []
 
     def _drop_unpicklable(self) -> bool:
@@ -348,14 +351,14 @@ class RayEnvHandle:
             return
         self.slot.flush()
         if not self.slot.open_keys and self.slot.actor is not None:
-            refs = [ref for ref in self.slot.batches if ref is not None]
+            refs = [ref for ref in [*self.slot.batches, *self.slot.closing] if ref is not None]
             try:  # let the envs close themselves, unless Ray itself is already shut down (interpreter exit)
                 if refs and ray.is_initialized():
                     ray.wait(refs, num_returns=len(refs), timeout=_remaining(deadline))
             except Exception:
                 pass
             self.fleet.kill(self.slot.actor)
-            self.slot.actor, self.slot.batches, self.slot.batch_of = None, {}, {}
+            self.slot.actor, self.slot.batches, self.slot.batch_of, self.slot.closing = None, {}, {}, []
 
 
 def _travelling(reply: tuple[str, Any]) -> tuple[str, Any]:
