@@ -62,6 +62,8 @@ class RayOptions:
         scheduling_strategy: Ray's placement for the actors (``"SPREAD"`` over nodes, or ``"DEFAULT"``).
         startup_timeout: seconds an actor may take to be scheduled and build its envs (a full cluster
             can leave a replacement unscheduled: the run then stops with an error instead of hanging).
+        close_timeout: seconds :meth:`~TextVectorEnv.close` waits for an actor's envs to close themselves
+            (one after another: K browsers or sandbox leases) before it stops the actor.
         threads_per_actor: ``> 1`` steps an actor's envs side by side in that many threads, for envs that
             mostly wait (a browser, a terminal, a server); envs that use signals need the default ``1``.
         address: the cluster to join if Ray is not initialised yet (``None``: a loopback local cluster).
@@ -73,6 +75,7 @@ class RayOptions:
     scheduling_strategy: str = "SPREAD"
     threads_per_actor: int = 1
     startup_timeout: float = STARTUP_TIMEOUT_S
+    close_timeout: float = 10.0
     address: str | None = None
 
     @classmethod
@@ -262,6 +265,7 @@ class RayFleet:
         init_ray(options.address)
         self.envs_per_actor = options.layout(num_envs)
         self.threads, self.startup_timeout = options.threads_per_actor, options.startup_timeout
+        self.close_timeout = options.close_timeout
         self.actor_class = ray.remote(EnvHost).options(
             num_cpus=options.num_cpus, max_restarts=0, max_task_retries=0,
             scheduling_strategy=options.scheduling_strategy)
@@ -346,7 +350,9 @@ class RayEnvHandle:
         self.fleet.kill(self.slot.actor)
 
     def close(self, deadline: float) -> None:
-        """Send the queued ``close``; the last env of an actor to close stops the actor."""
+        """Send the queued ``close``; the last env of an actor to close stops the actor once its envs have
+        closed (or ``close_timeout`` passed: the process workers' short grace is too little for K envs)."""
+        deadline = max(deadline, time.monotonic() + self.fleet.close_timeout)
         if self.generation != self.slot.generation:
             return
         self.slot.flush()
