@@ -50,6 +50,24 @@ def test_train_one_step_on_a_cluster_it_starts_and_stops(tiny_overrides, tmp_pat
     assert not ray.is_initialized()  # the cluster the trainer started went down with it
 
 
+def test_the_trainer_joins_a_running_cluster_and_leaves_it_running(tiny_overrides, tmp_path):
+    from agentgym_envs.vector.ray_cluster import local_cluster
+
+    if ray.is_initialized():
+        ray.shutdown()
+    with local_cluster(nodes=1, cpus_per_node=2) as cluster:
+        ray.shutdown()  # this process is now a fresh driver; the cluster runs on
+        trainer = Trainer(load_config(None, tiny_overrides + SMALL + ["rollout.backend=ray", f"out_dir={tmp_path}",
+                                                                      f"ray.address={cluster.address}"]))
+        try:
+            trajectories, _ = trainer.collect()
+            assert len(trajectories) == 4 and all(t.infra_error is None for t in trajectories)
+            assert ray.get_runtime_context().gcs_address == cluster.address  # joined, not a cluster of its own
+        finally:
+            trainer.close()
+        assert ray.is_initialized() and any(node["Alive"] for node in ray.nodes())  # left running
+
+
 def test_ray_rollouts_are_the_local_ones(ray_local, tiny_overrides, tmp_path):
     def collect(backend: str) -> list[tuple]:
         trainer = Trainer(load_config(None, tiny_overrides + SMALL + [f"rollout.backend={backend}",
