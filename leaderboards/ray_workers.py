@@ -79,6 +79,8 @@ class _Slot:
     inflight: int = 0
     where: tuple[str, int] | None = None
     lost: list[str] = field(default_factory=list)
+    stale: Any = None
+    """An actor found lost, to kill and replace from the runner's thread (never from Ray's callback thread)."""
 
 
 class RayPool:
@@ -126,7 +128,6 @@ class RayPool:
         if slot is None:
             return _Slot(actor, actor.where.remote())
         slot.actor, slot.ready, slot.started, slot.where = actor, actor.where.remote(), False, None
-        slot.generation += 1
         return slot
 
     def _await_start(self) -> None:
@@ -149,7 +150,11 @@ class RayPool:
         while True:
             with self._lock:
                 for slot in self.slots:
-                    if not slot.started and self._ray.wait([slot.ready], timeout=0)[0]:
+                    if slot.stale is not None:
+                        self._kill(slot.stale)  # if it was only unreachable, it must not play on unseen
+                        slot.stale = None
+                        self._start_slot(slot)
+                    elif not slot.started and self._ray.wait([slot.ready], timeout=0)[0]:
                         self._settle_start(slot)
                 live = [s for s in self.slots if s.started]
                 if live:
@@ -163,11 +168,11 @@ class RayPool:
             slot.where, slot.started = self._ray.get(slot.ready), True
         except self._ray.exceptions.RayError as e:  # the replacement died too: try another
             slot.lost.append(_first_line(e))
-            self._start_slot(slot)
+            slot.stale = slot.actor
 
     # ----------------------------------------------------------------- jobs
     def submit(self, job: Job) -> Future:
-        """A future of the job's :class:`Outcome`; a lost actor or node gives an infrastructure failure, never a hang."""
+        """A future of the job's :class:`Outcome`; a lost actor or node is an infrastructure failure, never a hang."""
         out: Future = Future()
         slot = self._pick()
         if slot is None:
@@ -192,13 +197,13 @@ class RayPool:
             cause = getattr(error, "cause", None)
             out.set_exception(cause if isinstance(cause, PASS_THROUGH) else error)
         elif isinstance(error, self._ray.exceptions.RayError):  # the actor, its worker or its node is gone
+            where = f"on node {slot.where[0][:12]}, pid {slot.where[1]} " if slot.where else ""
             with self._lock:
                 if slot.generation == generation and not self._closing:
                     slot.lost.append(_first_line(error))
-                    slot.inflight = 0
-                    self._start_slot(slot)
-            where = f"on node {slot.where[0][:12]}, pid {slot.where[1]}" if slot.where else ""
-            out.set_result(self._failure(job, f"the Ray worker {where} was lost: {_first_line(error)}"))
+                    slot.inflight, slot.started, slot.stale = 0, False, slot.actor
+                    slot.generation += 1  # the lost actor's other jobs fail too: they must not replace it again
+            out.set_result(self._failure(job, f"the Ray worker {where}was lost: {_first_line(error)}"))
         else:
             out.set_exception(error)
 
@@ -211,13 +216,16 @@ class RayPool:
         """Kill this pool's actors; shut Ray down if this pool started it."""
         self._closing = True
         for slot in getattr(self, "slots", []):
-            try:
-                self._ray.kill(slot.actor, no_restart=True)
-            except Exception:
-                pass  # already gone
+            self._kill(slot.actor)
         if self._owns_ray:
             self._ray.shutdown()
             self._owns_ray = False
+
+    def _kill(self, actor: Any) -> None:
+        try:
+            self._ray.kill(actor, no_restart=True)
+        except Exception:
+            pass  # already gone
 
     def __enter__(self) -> RayPool:
         return self
