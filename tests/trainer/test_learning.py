@@ -4,7 +4,10 @@ its held-out success (128 episodes at T = 1) clearly. Fixed seeds; 131 s on 2 sh
 
 Not asserted: that BC alone for RL's wall time stays lower. Measured here with this config it did not
 (BC 0.102, BC + RL 0.273, BC-only control 0.492; with 4 tasks per update and 8 turns: 0.086 / 0.305 /
-0.438), so asserting it would be false; the quickstart measures that control (docs/trainer.md)."""
+0.438), so asserting it would be false; the quickstart measures that control (docs/trainer.md). With the
+quickstart's dithering demonstrator (``bc.expert_noise=0.5 bc.expert_habit=look``, no wall penalty, seed 1)
+the control was still not separable at this size: 8 updates 0.242 -> 0.312 vs 40 BC epochs (same time)
+0.203; 12 updates 0.305 vs 60 epochs 0.344 (128 episodes each, ±~0.08)."""
 
 import pytest
 
