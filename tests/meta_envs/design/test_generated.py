@@ -152,3 +152,26 @@ def test_both_ids_construct_offline_in_under_two_seconds():
         elapsed = time.perf_counter() - start
         env.close()
         assert elapsed < 2.0, (env_id, elapsed)
+
+
+def test_the_leaderboard_runner_plays_generated_envs_like_any_other(tmp_path):
+    """A suite entry on agentgym/Generated-v0 (the built-in archive, sandboxed): the expert wins every episode,
+    the random policy does not, and nothing is an infrastructure failure."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "leaderboards"))
+    from lb_helpers import count, episode_rows, write_suite
+
+    from leaderboards.runner import BenchOptions, run_bench
+
+    suite = write_suite(tmp_path / "suite.yaml", [{"env": "agentgym/Generated-v0", "tasks": 4, "max_steps": 40}],
+                        name="generated")
+    stored = {}
+    for policy in ("expert", "random"):
+        run_bench(suite, policy, tmp_path / f"{policy}.sqlite", BenchOptions(workers=1, progress=False))
+        stored[policy] = episode_rows(tmp_path / f"{policy}.sqlite")
+    assert len(stored["expert"]) == len(stored["random"]) == 4
+    assert all(r["won"] for r in stored["expert"]), [dict(r) for r in stored["expert"]]
+    assert sum(r["won"] for r in stored["random"]) < 4
+    assert all(count(tmp_path / f"{policy}.sqlite", "infra_errors") == 0 for policy in stored)
