@@ -45,9 +45,12 @@ class SudokuEnv(TextEnv):
         self.grid: rules.Grid = ()
         self.solution: rules.Grid = ()
 
+    def _new_puzzle(self) -> tuple[rules.Grid, rules.Grid]:
+        """The givens and solution of a new episode (a subclass may fix them: meta_envs' task design)."""
+        return rules.generate(rules.PRESETS[(self.size, self.difficulty)], self.np_random)
+
     def _reset(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-        preset = rules.PRESETS[(self.size, self.difficulty)]
-        self.givens, self.solution = rules.generate(preset, self.np_random)
+        self.givens, self.solution = self._new_puzzle()
         self.grid = self.givens
         n, box = self.size, "2×2" if self.size == 4 else "3×3"
         instruction = (

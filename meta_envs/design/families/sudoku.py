@@ -33,15 +33,8 @@ class DesignedSudoku(SudokuEnv):
         super().__init__(size=size, render_mode=render_mode)
         self.fixed = (givens, solution)
 
-    def _reset(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-        self.givens, self.solution = self.fixed
-        self.grid = self.givens
-        n, box = self.size, "2×2" if self.size == 4 else "3×3"
-        instruction = (
-            f"Solve this {n}×{n} Sudoku: fill every empty cell (.) with a digit 1–{n} so that each row, each column "
-            f"and each {box} box contains every digit exactly once. The puzzle has exactly one solution."
-        )
-        return f"{instruction}\n{self._render()}", {"instruction": instruction, "system_prompt": self.system_prompt}
+    def _new_puzzle(self) -> tuple[rules.Grid, rules.Grid]:
+        return self.fixed
 
 
 def _givens(config: dict) -> rules.Grid:
