@@ -23,6 +23,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sqlite3
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -138,7 +139,18 @@ class Store:
         not against power loss. :meth:`close` folds the log back into one self-contained file.
         """
         if not self._wal:
-            self.db.execute("PRAGMA journal_mode=WAL")
+            # Changing the journal mode needs the file to itself for a moment; SQLite can answer "database is
+            # locked" at once (without its busy handler) while another runner opens, switches or closes the
+            # same new store, so the switch is retried within the connection's 30 s lock budget.
+            deadline = time.monotonic() + 30.0
+            while True:
+                try:
+                    self.db.execute("PRAGMA journal_mode=WAL")
+                    break
+                except sqlite3.OperationalError as e:
+                    if "locked" not in str(e) or time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.01)
             self.db.execute("PRAGMA synchronous=NORMAL")
             self._wal = True
 
