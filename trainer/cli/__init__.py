@@ -1,4 +1,4 @@
-"""``agentgym train`` and ``agentgym quickstart``: the trainer's subcommands.
+"""``agentgym train``, ``agentgym quickstart`` and ``agentgym plot``: the trainer's subcommands.
 
 :data:`COMMANDS` is registered under the ``agentgym.commands`` entry-point group (``pyproject.toml``), where
 ``agentgym_envs/cli/main.py`` finds it; each module it names has ``add_arguments(parser)`` and ``run(args)``.
@@ -8,6 +8,7 @@
 COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("trainer.cli.train", "train a policy with RL from a YAML config and key=value overrides"),
     "quickstart": ("trainer.cli.quickstart", "build the tiny policy, warm it up, run RL on household tasks (CPU, minutes)"),
+    "plot": ("trainer.cli.plot", "draw a run's training curves (or several runs overlaid) to PNGs and an HTML page"),
 }
 
 

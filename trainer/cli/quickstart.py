@@ -69,6 +69,7 @@ def bc_control(trainer: Trainer, bc_weights: dict[str, Any], seconds: float) -> 
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..dashboard import write_held_out
     from ..loop import Trainer, fit
     from . import quiet_transformers
 
@@ -99,6 +100,8 @@ def run(args: argparse.Namespace) -> int:
         say(f"held-out after the BC control: {_both(control)}")
     finally:
         trainer.close()
+    write_held_out(out_dir, [("warm-up (BC)", 0, before["sampled"]), ("BC + RL", config.steps, after["sampled"]),
+                             ("BC-only control", config.steps, control["sampled"])])  # drawn by `agentgym plot`
     png = plot_learning_curve(Path(out_dir) / "learning_curve.png", records, before, after, control)
     say(f"learning curve: {png}" if png else "learning curve: matplotlib is not installed, no PNG written")
     print(f"held-out success: before={_ci(before['sampled'])} after={_ci(after['sampled'])} "
