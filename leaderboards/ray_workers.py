@@ -31,7 +31,7 @@ import math
 import os
 import threading
 import time
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -106,6 +106,10 @@ class RayPool:
         except RayUnavailableError as e:
             raise RunAborted(f"{str(e).rstrip('.')}. Nothing was played.") from None
         self._ray, self._start_s, self._lock, self._closing = ray, start_s, threading.Lock(), False
+        # Ray runs done-callbacks on its own IO thread, which ray.kill() and actor creation wait on: a callback
+        # that took self._lock while _pick() held it around ray.kill() deadlocked the run (a CI hang). Callbacks
+        # only hand the outcome to this thread.
+        self._landing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ray-pool-landing")
         self._check_capacity(workers, cpus)
         remote = ray.remote(BenchActor).options(num_cpus=cpus, max_restarts=0, max_task_retries=0,
                                                 scheduling_strategy="SPREAD")
@@ -183,8 +187,15 @@ class RayPool:
             slot.inflight += 1
             generation = slot.generation
             ref = slot.actor.play.remote(job)
-        ref.future().add_done_callback(lambda done: self._land(slot, generation, job, done, out))
+        ref.future().add_done_callback(lambda done: self._hand_over(slot, generation, job, done, out))
         return out
+
+    def _hand_over(self, slot: _Slot, generation: int, job: Job, done: Future, out: Future) -> None:
+        """On Ray's IO thread: never block here (see ``_landing``)."""
+        try:
+            self._landing.submit(self._land, slot, generation, job, done, out)
+        except RuntimeError:  # the pool is closed: nobody waits on ``out`` any more
+            out.set_result(self._failure(job, "the Ray pool was closed while the job was in flight"))
 
     def _land(self, slot: _Slot, generation: int, job: Job, done: Future, out: Future) -> None:
         error = done.exception()
@@ -217,6 +228,8 @@ class RayPool:
         self._closing = True
         for slot in getattr(self, "slots", []):
             self._kill(slot.actor)
+        if hasattr(self, "_landing"):
+            self._landing.shutdown(wait=False)
         if self._owns_ray:
             self._ray.shutdown()
             self._owns_ray = False

@@ -56,16 +56,19 @@ def test_a_removed_node_costs_infra_failures_and_the_run_completes(tmp_path):
         options = BenchOptions(workers=2, pool="ray", ray_cpus=1.0, progress=False)  # 1 CPU each: one per node
         runner = threading.Thread(target=lambda: result.setdefault("s", run_bench(suite, "random", store, options)))
         runner.start()
-        deadline = time.monotonic() + 120
-        while _stored(store) < 2 and time.monotonic() < deadline:  # both actors are up and playing
-            time.sleep(0.02)
-        while not _actors_under(worker) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert _stored(store) < TOTAL // 2, "the run was nearly over before the node could be removed"
-        assert len(_actors_under(head)) == 1 and len(_actors_under(worker)) == 1, "expected one actor per node"
-        cluster.remove_node(worker, allow_graceful=False)
-        runner.join(timeout=180)
+        try:
+            deadline = time.monotonic() + 120
+            while _stored(store) < 2 and time.monotonic() < deadline:  # both actors are up and playing
+                time.sleep(0.02)
+            while not _actors_under(worker) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            placed, stored_before = (len(_actors_under(head)), len(_actors_under(worker))), _stored(store)
+            cluster.remove_node(worker, allow_graceful=False)
+        finally:  # never leave the block (ray.shutdown) with the runner still calling into Ray: that deadlocks
+            runner.join(timeout=240)
         assert not runner.is_alive()
+    assert placed == (1, 1), "expected one actor per node"
+    assert stored_before < TOTAL // 2, "the run was nearly over before the node could be removed"
     summary = result["s"]
     assert summary.stored == TOTAL and summary.infra_failures >= 1
     rows = episode_rows(store)
