@@ -1,0 +1,285 @@
+"""The trajectory-capturing gateway against the real ``openai`` client on loopback: token-exact capture, segments,
+OpenAI-format tool calls, env-driven mode, bad input and concurrency (trainer/gateway/)."""
+
+import copy
+import json
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import openai
+import pytest
+import torch
+
+from agentgym_envs.core.httpd import BindRefused
+from trainer.backends.hf import HFPolicy
+from trainer.episodes import PlaySpec
+from trainer.gateway import GatewayLimits, GatewayServer, logprob_gap, to_trajectory
+from trainer.gateway.envs import EnvDriver
+
+MODEL = "agentgym"
+TASK = "You are in the kitchen. Your task is to put a clean mug in the coffee machine."
+#: Qwen3 with enable_thinking=False: the generation prompt opens an empty think block that past turns never show.
+QWEN3_STYLE = ("{% for m in messages %}{{ '<|' + m['role'] + '|>\n' + (m['content'] or '') + '<|end|>\n' }}{% endfor %}"
+               "{% if add_generation_prompt %}{{ '<|assistant|>\n<think>\n\n</think>\n\n' }}{% endif %}")
+
+
+def _strict(body: bytes):
+    """JSON as a strict parser reads it: NaN, Infinity and -Infinity are refused."""
+    return json.loads(body, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(f"non-standard JSON {c}")))
+
+
+def _request(url: str, body: bytes | None = None, method: str = "POST", headers: dict | None = None):
+    request = urllib.request.Request(url, data=body, method=method, headers={"Content-Type": "application/json",
+                                                                            **(headers or {})})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as r:
+            return r.status, _strict(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, _strict(e.read())
+
+
+@pytest.fixture()
+def serve(tiny_model_and_tokenizer):
+    servers = []
+
+    def start(policy=None, **kwargs):
+        model, tokenizer = tiny_model_and_tokenizer
+        server = GatewayServer(policy or HFPolicy(model, tokenizer), model_name=MODEL, seed=7, **kwargs)
+        server.start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+def _open(server, body=b"{}"):
+    status, answer = _request(f"{server.url}/sessions", body)
+    assert status == 200, answer
+    return answer, openai.OpenAI(base_url=answer["base_url"], api_key="unused", max_retries=0)
+
+
+def _chat(client, messages, **kwargs):
+    return client.chat.completions.create(model=MODEL, messages=messages, max_tokens=6, **kwargs)
+
+
+def test_token_in_continues_one_segment_and_the_trainer_reproduces_its_logprobs(serve, tiny_model_and_tokenizer):
+    server = serve()
+    opened, client = _open(server)
+    messages, sampled = [{"role": "user", "content": TASK}], []
+    for turn in range(3):
+        response = _chat(client, messages, logprobs=True)
+        extra = response.model_extra["agentgym"]
+        assert extra["segment"] == 0 and extra["new_segment"] == ("first" if turn == 0 else None)
+        assert [e.logprob for e in response.choices[0].logprobs.content] == pytest.approx(
+            server.sessions[opened["session_id"]].segments[0].logprobs[-len(extra["completion_token_ids"]):])
+        sampled.append(extra["completion_token_ids"])
+        messages += [response.choices[0].message.model_dump(exclude_none=True), {"role": "user", "content": "Nothing happens."}]
+    assert _request(f"{server.url}/sessions/{opened['session_id']}/reward", b'{"reward": 1.0, "won": true}')[0] == 200
+    session = server.release(opened["session_id"])
+    segment = session.segments[0]
+    # the sampled ids sit in the sequence exactly as sampled, each call's prompt = previous ids + new ids
+    spans = [[i for i, (m, t) in enumerate(zip(segment.loss_mask, segment.turns)) if m and t == k] for k in range(3)]
+    assert [[segment.token_ids[i] for i in span] for span in spans] == sampled
+    trajectory = to_trajectory(session)
+    assert trajectory.trainable and len(trajectory.segments) == 1 and trajectory.rewards == [0.0, 0.0, 1.0] and trajectory.won
+    assert logprob_gap(tiny_model_and_tokenizer[0], [trajectory]) < 1e-4
+
+
+def test_a_history_rewriting_harness_gets_segments_not_errors(serve, tiny_model_and_tokenizer):
+    """Truncation, summarisation, an edited reply, and a Qwen3-style template that re-renders past turns."""
+    server = serve()
+    opened, client = _open(server)
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": TASK}]
+    reasons = []
+    for turn in range(6):
+        response = _chat(client, messages)
+        reasons.append(response.model_extra["agentgym"]["new_segment"])
+        messages += [response.choices[0].message.model_dump(exclude_none=True), {"role": "user", "content": f"obs {turn}"}]
+        if turn == 1:
+            messages = [messages[0], *messages[-2:]]  # truncation: keep the system prompt and the last turn
+        if turn == 3:
+            messages = [messages[0], {"role": "user", "content": "Summary: you looked around. " + TASK}]  # summarisation
+        if turn == 4:
+            messages[-2] = {"role": "assistant", "content": "an edited reply"}  # the harness rewrote the model's reply
+    assert reasons == ["first", None, "messages", None, "messages", "messages"]
+    _request(f"{server.url}/sessions/{opened['session_id']}/reward", b'{"reward": 0.5}')
+    trajectory = to_trajectory(server.release(opened["session_id"]))
+    assert trajectory.trainable and len(trajectory.segments) == 4 and trajectory.num_turns == 6
+    assert logprob_gap(tiny_model_and_tokenizer[0], [trajectory]) < 1e-4
+
+    model, tokenizer = tiny_model_and_tokenizer
+    qwen = copy.deepcopy(tokenizer)
+    qwen.chat_template = QWEN3_STYLE
+    server = serve(HFPolicy(model, qwen))
+    opened, client = _open(server)
+    messages, reasons = [{"role": "user", "content": TASK}], []
+    for turn in range(3):
+        response = _chat(client, messages)
+        reasons.append(response.model_extra["agentgym"]["new_segment"])
+        messages += [response.choices[0].message.model_dump(exclude_none=True), {"role": "user", "content": "ok"}]
+    assert reasons == ["first", "template", "template"]
+    summary = server.sessions[opened["session_id"]].summary()
+    assert [s["reason"] for s in summary["segments"]] == reasons and summary["error"] is None
+
+
+def test_tool_calls_come_back_in_openai_format_parsed_by_our_protocol(serve):
+    server = serve()
+    _, client = _open(server)
+    tools = [{"type": "function", "function": {"name": "act", "description": "act",
+                                               "parameters": {"type": "object", "properties": {"action": {"type": "string"}}}}}]
+    server.policy = _Scripted(server.policy, 'I will look. <tool_call>{"name": "act", "arguments": {"action": "look"}}</tool_call>')
+    response = _chat(client, [{"role": "user", "content": TASK}], tools=tools)
+    choice = response.choices[0]
+    assert choice.finish_reason == "tool_calls" and choice.message.content == "I will look."
+    call = choice.message.tool_calls[0]
+    assert call.type == "function" and call.function.name == "act" and json.loads(call.function.arguments) == {"action": "look"}
+    # echoing the call back (with its id) and a tool result continues the same segment
+    messages = [{"role": "user", "content": TASK}, choice.message.model_dump(exclude_none=True),
+                {"role": "tool", "tool_call_id": call.id, "content": "You see a mug."}]
+    assert _chat(client, messages, tools=tools).model_extra["agentgym"]["new_segment"] is None
+
+
+class _Scripted:
+    """The real tiny policy, forced to write ``text`` (teacher-forced through its own log-probs): tool-call
+    replies from a model that has never been taught them."""
+
+    def __init__(self, policy, text):
+        self.policy, self.text = policy, text
+
+    def __getattr__(self, name):
+        return getattr(self.policy, name)
+
+    def generate(self, prompts, *, sampling):
+        from agentgym_envs.policies import Completion
+
+        ids = self.policy.encode(self.text) + [self.policy.end_of_turn_id()]
+        with torch.no_grad():
+            logits = self.policy.model(input_ids=torch.tensor([prompts[0] + ids])).logits[0, len(prompts[0]) - 1:-1]
+        logprobs = torch.log_softmax(logits.float(), -1).gather(-1, torch.tensor(ids)[:, None])[:, 0].tolist()
+        return [Completion(self.text, ids, logprobs, "stop")]
+
+
+def test_env_driven_mode_steps_the_env_and_a_harness_cannot_set_the_reward(serve):
+    spec = PlaySpec("agentgym/Household-PickPlace-v0", max_turns=2, system_prompt="")
+    server = serve(envs=EnvDriver(spec))
+    status, opened = _request(f"{server.url}/sessions", json.dumps({"meta": {"task_index": 3}}).encode())
+    assert status == 200 and opened["messages"][0]["role"] == "user"
+    client = openai.OpenAI(base_url=opened["base_url"], api_key="unused", max_retries=0)
+    messages, extras = list(opened["messages"]), []
+    while not (extras and extras[-1]["done"]):
+        response = _chat(client, messages)
+        extras.append(response.model_extra["agentgym"])
+        messages += [response.choices[0].message.model_dump(exclude_none=True), extras[-1]["next_message"]]
+    sid = opened["session_id"]
+    status, error = _request(f"{server.url}/sessions/{sid}/reward", b'{"reward": 100.0, "won": true}')
+    assert status == 409 and error["error"]["code"] == "env_driven"
+    with pytest.raises(openai.ConflictError, match="finished"):
+        _chat(client, messages)
+    trajectory = to_trajectory(server.release(sid))
+    assert trajectory.rewards == [e["reward"] for e in extras] and trajectory.ret < 100 and len(extras) == 2
+
+
+def test_bad_input_gets_clear_http_errors(serve):
+    server = serve(limits=GatewayLimits(max_body_bytes=64 << 10, max_sessions=3, session_ttl_s=60))
+    opened, client = _open(server)
+    url = f"{server.url}/sessions/{opened['session_id']}/v1/chat/completions"
+    with pytest.raises(openai.NotFoundError, match="no session"):
+        openai.OpenAI(base_url=f"{server.url}/sessions/nobody/v1", api_key="x", max_retries=0).chat.completions.create(
+            model=MODEL, messages=[{"role": "user", "content": "hi"}])
+    with pytest.raises(openai.BadRequestError, match="role"):
+        _chat(client, [{"role": "wizard", "content": "hi"}])
+    with pytest.raises(openai.NotFoundError, match="not served"):
+        client.chat.completions.create(model="gpt-9", messages=[{"role": "user", "content": "hi"}])
+    with pytest.raises(openai.BadRequestError, match="n=1"):
+        _chat(client, [{"role": "user", "content": "hi"}], n=2)
+    with pytest.raises(openai.APIStatusError, match="exceeds") as huge:
+        _chat(client, [{"role": "user", "content": "x" * (100 << 10)}])
+    assert huge.value.status_code == 413
+    with pytest.raises(openai.BadRequestError, match="max_tokens"):
+        client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "hi"}], max_tokens=100_000)
+    with pytest.raises(openai.BadRequestError, match="context"):
+        client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "hi"}], max_tokens=4096)
+    assert _request(url, b"{not json")[0] == 400
+    assert _request(url, b"[1, 2]")[0] == 400
+    assert _request(url, None, method="GET")[0] == 405
+    assert _request(f"{server.url}/sessions/{opened['session_id']}/reward", b'{"reward": NaN}')[0] == 400
+    assert _request(f"{server.url}/sessions/{opened['session_id']}/reward", b'{"reward": "1"}')[0] == 400
+    assert _request(f"{server.url}/sessions/../etc", b"{}")[0] == 404
+    # a second call while one is in flight on the same session: 409, and the session is unharmed
+    session = server.sessions[opened["session_id"]]
+    session.begin()
+    with pytest.raises(openai.ConflictError, match="in flight"):
+        _chat(client, [{"role": "user", "content": "hi"}])
+    session.end()
+    assert session.summary()["calls"] == 0 and _chat(client, [{"role": "user", "content": "hi"}]).choices[0].message
+    # the session cap: 429 with Retry-After; a finished-and-deleted session makes room
+    _open(server), _open(server)
+    status, error = _request(f"{server.url}/sessions", b"{}")
+    assert status == 429 and error["error"]["code"] == "too_many_sessions"
+    assert _request(f"{server.url}/sessions/{opened['session_id']}", None, method="DELETE")[0] == 200
+    assert _request(f"{server.url}/sessions", b"{}")[0] == 200
+
+
+def test_an_idle_session_expires_to_make_room_and_is_kept_not_trained_on(serve):
+    ended = []
+    server = serve(limits=GatewayLimits(max_sessions=1, session_ttl_s=0.2), on_finish=ended.append)
+    opened, client = _open(server)
+    _chat(client, [{"role": "user", "content": "hi"}])
+    time.sleep(0.3)
+    _open(server)
+    assert [s.sid for s in ended] == [opened["session_id"]] and ended[0].outcome.source == "expired"
+    trajectory = to_trajectory(ended[0])
+    assert not trajectory.trainable and "idle" in trajectory.infra_error
+
+
+def test_nan_logprobs_never_reach_json_and_the_session_is_not_trained_on(serve, tiny_model_and_tokenizer):
+    model, tokenizer = tiny_model_and_tokenizer
+    broken = copy.deepcopy(model)
+    with torch.no_grad():
+        broken.get_output_embeddings().weight.fill_(float("nan"))  # a model whose logits are NaN
+    server = serve(HFPolicy(broken, tokenizer))
+    opened, _ = _open(server)
+    body = json.dumps({"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 3,
+                       "temperature": 0, "logprobs": True}).encode()
+    status, answer = _request(f"{opened['base_url']}/chat/completions", body)  # parsed strictly: no NaN, no null
+    assert status == 200 and [e["logprob"] for e in answer["choices"][0]["logprobs"]["content"]] == [-9999.0] * 3
+    _request(f"{server.url}/sessions/{opened['session_id']}/reward", b'{"reward": 1}')
+    trajectory = to_trajectory(server.release(opened["session_id"]))
+    assert not trajectory.trainable and "non-finite" in trajectory.infra_error
+
+
+def test_concurrent_sessions_each_keep_their_own_calls(serve):
+    server = serve()
+    results, errors = {}, []
+
+    def harness(k):
+        try:
+            opened, client = _open(server)
+            messages = [{"role": "user", "content": f"{TASK} ({k})"}]
+            for _ in range(3):
+                response = _chat(client, messages)
+                messages += [response.choices[0].message.model_dump(exclude_none=True), {"role": "user", "content": "ok"}]
+            _request(f"{server.url}/sessions/{opened['session_id']}/reward", json.dumps({"reward": k}).encode())
+            results[k] = opened["session_id"]
+        except Exception as e:  # reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=harness, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(results) == 8
+    for k, sid in results.items():
+        t = to_trajectory(server.release(sid))
+        assert t.trainable and t.num_turns == 3 and len(t.segments) == 1 and t.ret == k
+
+
+def test_the_gateway_binds_loopback_unless_told_otherwise(tiny_policy):
+    with pytest.raises(BindRefused, match="loopback"):
+        GatewayServer(tiny_policy, host="0.0.0.0")

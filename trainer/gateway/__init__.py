@@ -1,0 +1,17 @@
+"""The trajectory-capturing gateway: train agents whose loop we do not own (docs/trainer.md, The gateway).
+
+An external harness (any code that talks to an OpenAI-compatible endpoint) opens a session, points its client at
+``…/sessions/{sid}/v1`` and runs its own loop; the gateway samples every reply with the trainer's token policy and
+records the exact prompt ids, sampled ids and log-probs (:mod:`.sessions`: token-in, prefix fingerprint,
+segments when history is rewritten), serves OpenAI-format responses with tool calls parsed by our protocol layer
+(:mod:`.wire`, :mod:`.server`), takes the outcome from ``POST /sessions/{sid}/reward`` or from an agentgym env it
+steps itself (:mod:`.envs`), and turns finished sessions into the trainer's trajectories (:mod:`.assemble`).
+``agentgym train rollout.source=gateway`` trains from them (:mod:`.source`); ``agentgym gateway`` serves one.
+"""
+
+from .assemble import check_session, logprob_gap, to_trajectory
+from .server import GatewayLimits, GatewayServer
+from .sessions import Segment, Session, SessionError, fingerprint
+
+__all__ = ["GatewayLimits", "GatewayServer", "Segment", "Session", "SessionError", "check_session", "fingerprint",
+           "logprob_gap", "to_trajectory"]

@@ -1,0 +1,130 @@
+"""The gateway's OpenAI wire format: request fields read (through :mod:`trainer.serve`'s checks) and responses built.
+
+Tool calls in a response are parsed from the sampled text by *our* protocol layer
+(:class:`~agentgym_envs.protocols.ToolCalls`, the parser the envs use), never by an inference server's parser,
+and returned in OpenAI's shape (``tool_calls`` with ``id``, ``type: function`` and ``arguments`` as a JSON
+string; ``finish_reason: "tool_calls"``). Log-probs (``logprobs: true``) come back as OpenAI's
+``logprobs.content`` list; a non-finite one is written as ``-9999.0`` (OpenAI's own sentinel), so a response
+never holds ``NaN``, ``Infinity`` or ``null`` where a number belongs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+import uuid
+from typing import Any
+
+from agentgym_envs.core.httpd import HTTPRequestError
+from agentgym_envs.policies import Completion, Message, SamplingConfig
+from agentgym_envs.protocols import ToolCalls
+
+from ..serve import _messages, _sampling, _tools
+from .sessions import NONFINITE_LOGPROB
+
+MAX_PROMPT_CHARS = 4 << 20
+_TOOL_CALLS = ToolCalls()
+
+
+def chat_request(request: Any) -> tuple[list[Message], list[dict], list[dict] | None, bool]:
+    """The converted messages, the raw ones (for the fingerprint), the tools and whether log-probs are wanted."""
+    _check_common(request)
+    raw = request.get("messages")
+    messages = _messages(raw)
+    return messages, raw, _tools(request.get("tools")), _flag(request, "logprobs")
+
+
+def completion_request(request: Any) -> tuple[str | list[int], bool]:
+    """A completions call's prompt (one string, or one list of token ids) and whether log-probs are wanted."""
+    _check_common(request)
+    prompt = request.get("prompt")
+    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], (str, list)):
+        prompt = prompt[0]  # a batch of one
+    if isinstance(prompt, str) and 0 < len(prompt) <= MAX_PROMPT_CHARS:
+        pass
+    elif not (isinstance(prompt, list) and prompt and all(isinstance(i, int) and not isinstance(i, bool) and i >= 0
+                                                          for i in prompt)):
+        raise HTTPRequestError(400, f"'prompt' must be one non-empty string (at most {MAX_PROMPT_CHARS:,} characters) "
+                                    f"or one non-empty list of token ids, got {str(prompt)[:80]}")
+    logprobs = request.get("logprobs")
+    if logprobs is not None and (isinstance(logprobs, bool) or not isinstance(logprobs, int) or not 0 <= logprobs <= 5):
+        raise HTTPRequestError(400, f"'logprobs' must be an int in 0..5 or null for completions, got {str(logprobs)[:20]}")
+    return prompt, logprobs is not None
+
+
+def sampling(request: dict, max_tokens_limit: int) -> SamplingConfig:
+    """The request's sampling settings, checked as ``trainer.serve`` checks them."""
+    return _sampling(request, max_tokens_limit)
+
+
+def _check_common(request: Any) -> None:
+    if not isinstance(request, dict):
+        raise HTTPRequestError(400, f"expected a JSON object, got {type(request).__name__}")
+    if request.get("stream"):
+        raise HTTPRequestError(400, "streaming is not supported by the gateway; send stream=false")
+    if request.get("n", 1) != 1 or isinstance(request.get("n"), bool):
+        raise HTTPRequestError(400, f"only n=1 is supported, got n={str(request.get('n'))[:20]}")
+
+
+def _flag(request: dict, name: str) -> bool:
+    value = request.get(name)
+    if value is not None and not isinstance(value, bool):
+        raise HTTPRequestError(400, f"'{name}' must be true, false or null, got {str(value)[:20]}")
+    return bool(value)
+
+
+def assistant_message(text: str, tools: list[dict] | None) -> tuple[dict[str, Any], str | None]:
+    """The OpenAI assistant message for a sampled reply, and ``"tool_calls"`` when the reply holds a call.
+
+    With ``tools`` in the request the reply is parsed by the ``tool_calls`` protocol: a call becomes
+    ``tool_calls`` and the text before it ``content``; a reply without a usable call stays plain ``content``."""
+    if tools:
+        parsed = _TOOL_CALLS.parse(text)
+        if parsed.action is not None:
+            call = json.loads(parsed.action)
+            arguments = json.dumps(call.get("arguments", {}), ensure_ascii=False)
+            content = parsed.thought or None
+            return ({"role": "assistant", "content": content,
+                     "tool_calls": [{"id": f"call_{uuid.uuid4().hex[:24]}", "type": "function",
+                                     "function": {"name": call.get("name", ""), "arguments": arguments}}]},
+                    "tool_calls")
+    return {"role": "assistant", "content": text}, None
+
+
+def finite(x: float) -> float:
+    return float(x) if math.isfinite(x) else NONFINITE_LOGPROB
+
+
+def token_logprobs(policy: Any, completion: Completion) -> list[dict[str, Any]]:
+    """OpenAI's ``logprobs.content``: one entry per sampled id (its text, log-prob, UTF-8 bytes)."""
+    out = []
+    for i, lp in zip(completion.token_ids, completion.logprobs):
+        token = policy.decode([i])
+        out.append({"token": token, "logprob": finite(lp), "bytes": list(token.encode("utf-8")), "top_logprobs": []})
+    return out
+
+
+def chat_response(model: str, message: dict, finish: str | None, completion: Completion, prompt_tokens: int,
+                  logprobs: list[dict] | None, extra: dict[str, Any]) -> dict[str, Any]:
+    return {"id": f"chatcmpl-{uuid.uuid4().hex[:24]}", "object": "chat.completion", "created": int(time.time()),
+            "model": model,
+            "choices": [{"index": 0, "message": message, "finish_reason": finish or completion.finish_reason,
+                         "logprobs": None if logprobs is None else {"content": logprobs}}],
+            "usage": _usage(prompt_tokens, completion), "agentgym": extra}
+
+
+def completion_response(model: str, completion: Completion, prompt_tokens: int, logprobs: list[dict] | None,
+                        extra: dict[str, Any]) -> dict[str, Any]:
+    lp = None if logprobs is None else {"tokens": [e["token"] for e in logprobs],
+                                         "token_logprobs": [e["logprob"] for e in logprobs],
+                                         "top_logprobs": [{} for _ in logprobs], "text_offset": []}
+    return {"id": f"cmpl-{uuid.uuid4().hex[:24]}", "object": "text_completion", "created": int(time.time()),
+            "model": model, "choices": [{"index": 0, "text": completion.text, "finish_reason": completion.finish_reason,
+                                         "logprobs": lp}],
+            "usage": _usage(prompt_tokens, completion), "agentgym": extra}
+
+
+def _usage(prompt_tokens: int, completion: Completion) -> dict[str, int]:
+    n = len(completion.token_ids)
+    return {"prompt_tokens": prompt_tokens, "completion_tokens": n, "total_tokens": prompt_tokens + n}
