@@ -45,7 +45,7 @@ REQUIRED = {"model": dict, "config": dict}
 #: lives (``out_dir``), how often it checkpoints and evaluates, how it reports (progress bar, TensorBoard), where
 #: tiny artifacts are cached, ``resume`` itself, and how the ranks run (``distributed.*``: a checkpoint is the same
 #: at every world size and strategy). Every other key must match the checkpoint's.
-RESUME_MAY_DIFFER = frozenset({"steps", "out_dir", "checkpoint_every", "progress", "tensorboard", "eval.every",
+RESUME_MAY_DIFFER = frozenset({"steps", "out_dir", "checkpoint_every", "progress", "tensorboard", "eval.every", "rollout.dump",
                                "policy.cache_dir", "resume", "distributed.strategy", "distributed.backend",
                                "distributed.timeout_minutes"})
 #: Stands for a key one side of a comparison does not have.

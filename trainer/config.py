@@ -216,6 +216,9 @@ class RolloutConfig:
     invalid_penalty: float = 0.0
     """Subtracted from a training turn's reward when the env says the action was invalid
     (``info["action_valid"]`` false); evaluation and ``won`` are unaffected."""
+    dump: bool = False
+    """Write every step's rollouts as chat-format records to ``out_dir/rollouts/step_<n>.jsonl``
+    (:mod:`trainer.rollout_dump`; export them with ``agentgym export --train-run``). Off: nothing is written."""
 
     def __post_init__(self) -> None:
         _require(self.tasks_per_step >= 1, f"rollout.tasks_per_step must be >= 1, got {self.tasks_per_step}")

@@ -311,6 +311,10 @@ class Trainer:
     def train_step(self) -> dict[str, float]:
         start = time.perf_counter()
         trajectories, metrics = self.collect()
+        if self.config.rollout.dump and self.world.is_main:  # opt-in chat dump of what this step trains on
+            from .rollout_dump import dump_rollouts
+
+            dump_rollouts(self.config.out_dir, self.step + 1, trajectories, self.train_spec)
         kept, advantages, adv_metrics = self.advantages(trajectories)
         metrics.update(self.world.mean_metrics(adv_metrics, sums=tuple(adv_metrics)))  # groups over all ranks
         if self.rollout_policy is not self.policy:  # a colocated vLLM engine frees its GPU memory for the update

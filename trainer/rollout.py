@@ -157,7 +157,10 @@ class RolloutWorker:
                                     fold_keep_turns=self.fold_keep_turns)
             stats.env_steps += len(active)
         stats.seconds = time.perf_counter() - start
-        return [e.close() for e in episodes], stats
+        trajectories = [e.close() for e in episodes]
+        for i, trajectory in enumerate(trajectories):  # group mode: env i reset with seed + its global group
+            trajectory.reset_seed = seed + (group_offset or 0) + i // self.group_size
+        return trajectories, stats
 
 
     @staticmethod
@@ -203,9 +206,9 @@ class _Episode:
         won = bool(info.get("won", False))
         if info.get("infra_error"):
             return self._end("infra_error", won, str(info["infra_error"]))
+        self.history.add(self._reply, self.spec.observation_text(observation, self.instruction))
         if terminated or truncated:
             return self._end("terminated" if terminated else "truncated", won)
-        self.history.add(self._reply, self.spec.observation_text(observation, self.instruction))
         self.state_key = str(info.get("state_key", ""))
         if self.turn_window is not None:
             self._next_turn_prompt(self.turn_window, budget, fold_keep_turns)
@@ -235,4 +238,6 @@ class _Episode:
         self.trajectory = self.builder.finish(how, won=won, infra_error=infra_error)
 
     def close(self) -> Trajectory:
-        return self.trajectory if self.trajectory is not None else self.builder.finish("truncated")
+        trajectory = self.trajectory if self.trajectory is not None else self.builder.finish("truncated")
+        trajectory.chat = self.history.messages()  # every turn, for rollout dumps (trainer/rollout_dump.py)
+        return trajectory

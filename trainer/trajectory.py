@@ -68,6 +68,10 @@ class Trajectory:
     earlier: list[Trajectory] = field(default_factory=list)
     """Segments closed by history folding, oldest first: token fields only (their per-turn lists are empty).
     The token fields of this object are the last segment."""
+    chat: list[Message] | None = None
+    """The whole episode's chat, final observation included (set by the rollout; :mod:`trainer.rollout_dump`)."""
+    reset_seed: int | None = None
+    """The seed the env was reset with (set by the rollout)."""
 
     @property
     def segments(self) -> list[Trajectory]:
