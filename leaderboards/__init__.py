@@ -13,7 +13,9 @@ The tree is the architecture:
   cluster (``agentgym bench --ray``); ``leases.py`` — how several runners share one run;
   ``store.py`` — the SQLite results store; ``records.py`` — the plain data between them.
 * ``stats.py``, ``report.py``, ``plots.py``, ``html.py``, ``publish.py`` — intervals, pass@k, tables, plots, pages.
-* ``cli/`` — ``agentgym bench`` and ``agentgym leaderboard``.
+* ``viewer.py``, ``templates/``, ``viewer_server.py`` — the episode viewer: stored episodes turn by turn on one
+  static page, or served on loopback (``agentgym view``).
+* ``cli/`` — ``agentgym bench``, ``agentgym leaderboard`` and ``agentgym view``.
 
 >>> from leaderboards import load_suite
 >>> load_suite("smoke").name

@@ -1,12 +1,14 @@
 """The static HTML leaderboard: the Markdown's tables and the PNG plots on one self-contained page.
 
 No JavaScript and no external resources (inline CSS, plots beside the page), so it opens from disk in any
-browser, offline, and can be published as is (e.g. on GitHub Pages).
+browser, offline, and can be published as is (e.g. on GitHub Pages). With ``links`` each policy's name links
+to its episodes in the episode viewer written beside it (``episodes.html#run=KEY``, :mod:`leaderboards.viewer`).
 """
 
 from __future__ import annotations
 
 from html import escape
+from urllib.parse import quote
 
 from .report import NOTES, SuiteReport, entry_rows, main_rows
 
@@ -26,24 +28,26 @@ figcaption { font-size: 12px; color: #555; }
 
 
 def render_html(suites: list[SuiteReport], plots: dict[str, list[tuple[str, str]]], *, sources: list[str],
-                generated: str) -> str:
-    """The page; ``plots`` maps a suite slug to ``(caption, relative path)`` pairs written beside it."""
+                generated: str, links: dict[tuple[str, int], str] | None = None) -> str:
+    """The page; ``plots`` maps a suite slug to ``(caption, relative path)`` pairs written beside it;
+    ``links`` maps ``(store path, run id)`` to a viewer URL for that run's row."""
     body = ["<h1>agentgym leaderboard</h1>",
             f"<p class=\"notes\">Generated {escape(generated)} from {', '.join(escape(s) for s in sources)}.</p>"]
     if not suites:
         body.append("<p>No runs in the store yet: run <code>agentgym bench --suite smoke --policy random</code> first.</p>")
     for suite in suites:
-        body += _suite_section(suite, plots.get(suite.slug, []))
+        body += _suite_section(suite, plots.get(suite.slug, []), links or {})
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
             "<link rel=\"icon\" href=\"data:,\">\n<title>agentgym leaderboard</title>\n"
             f"<style>{CSS}</style>\n</head>\n<body>\n" + "\n".join(body) + "\n</body>\n</html>\n")
 
 
-def _suite_section(suite: SuiteReport, plots: list[tuple[str, str]]) -> list[str]:
+def _suite_section(suite: SuiteReport, plots: list[tuple[str, str]], links: dict[tuple[str, int], str]) -> list[str]:
     header, rows = main_rows(suite)
+    hrefs = [links.get((str(run.store), run.run.id)) for run in suite.runs]
     parts = [f"<section id=\"{escape(suite.slug)}\">", f"<h2>{escape(suite.title)}</h2>",
-             _table(header, rows, css_class="leaderboard", row_attr="data-policy"),
+             _table(header, rows, css_class="leaderboard", row_attr="data-policy", hrefs=hrefs),
              f"<p class=\"notes\">{escape(NOTES)}</p>"]
     for caption, path in plots:
         parts.append(f"<figure><img src=\"{escape(path)}\" alt=\"{escape(caption)}\">"
@@ -54,9 +58,22 @@ def _suite_section(suite: SuiteReport, plots: list[tuple[str, str]]) -> list[str
     return parts
 
 
-def _table(header: list[str], rows: list[list[str]], *, css_class: str, row_attr: str) -> str:
+def viewer_link(page: str, run_key: str) -> str:
+    """The viewer URL that opens with one run's episodes listed."""
+    return f"{page}#run={quote(run_key, safe='')}"
+
+
+def _table(header: list[str], rows: list[list[str]], *, css_class: str, row_attr: str,
+           hrefs: list[str | None] | None = None) -> str:
     head = "".join(f"<th scope=\"col\">{escape(h)}</th>" for h in header)
-    body = "\n".join(f"<tr {row_attr}=\"{escape(r[0])}\">" + "".join(f"<td>{escape(c)}</td>" for c in r) + "</tr>"
-                     for r in rows)
+    body = "\n".join(f"<tr {row_attr}=\"{escape(r[0])}\">" + _first_cell(r[0], href)
+                     + "".join(f"<td>{escape(c)}</td>" for c in r[1:]) + "</tr>"
+                     for r, href in zip(rows, hrefs or [None] * len(rows)))
     return (f"<div class=\"scroll\"><table class=\"{css_class}\">\n<thead><tr>{head}</tr></thead>\n"
             f"<tbody>\n{body}\n</tbody>\n</table></div>")
+
+
+def _first_cell(text: str, href: str | None) -> str:
+    if href is None:
+        return f"<td>{escape(text)}</td>"
+    return f"<td><a href=\"{escape(href)}\" title=\"its episodes, turn by turn\">{escape(text)}</a></td>"

@@ -12,6 +12,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default="leaderboard", metavar="DIR",
                         help="output directory for leaderboard.md, index.html and plots/ (default ./leaderboard)")
     parser.add_argument("--no-plots", action="store_true", help="tables only (no matplotlib needed)")
+    parser.add_argument("--no-viewer", action="store_true",
+                        help="skip episodes.html, the episode viewer the table's rows link to (it embeds every turn)")
     parser.add_argument("--export", metavar="PATH", default=None,
                         help="also write a copy of the (single) store without per-step rows: small enough to commit")
 
@@ -25,12 +27,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.export:
             _export(stores, args.export)
-        published = write_report(stores, args.out, plots=not args.no_plots)
+        published = write_report(stores, args.out, plots=not args.no_plots, viewer=not args.no_viewer)
     except LeaderboardError as e:
         print(f"agentgym leaderboard: error: {e}", file=sys.stderr)
         return 2
     print(published.markdown.read_text())
-    print(f"wrote {published.markdown}, {published.html} and {len(published.plots)} plot(s)", file=sys.stderr)
+    viewer = f", {published.viewer}" if published.viewer else ""
+    print(f"wrote {published.markdown}, {published.html}{viewer} and {len(published.plots)} plot(s)", file=sys.stderr)
     return 0
 
 
