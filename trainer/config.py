@@ -21,6 +21,7 @@ from typing import Any
 from agentgym_envs.protocols import protocol_names
 
 from .errors import ConfigError
+from .gateway.config import GatewayConfig
 from .tiny import TinyConfig
 
 
@@ -219,8 +220,12 @@ class RolloutConfig:
     dump: bool = False
     """Write every step's rollouts as chat-format records to ``out_dir/rollouts/step_<n>.jsonl``
     (:mod:`trainer.rollout_dump`; export them with ``agentgym export --train-run``). Off: nothing is written."""
+    source: str = "envs"
+    """Where trajectories come from: ``envs`` (the trainer plays ``env.env_id`` itself) or ``gateway`` (an external
+    harness plays through the trajectory-capturing gateway, ``gateway.*``; trainer/gateway/source.py)."""
 
     def __post_init__(self) -> None:
+        _require(self.source in ("envs", "gateway"), f"rollout.source must be 'envs' or 'gateway', got {self.source!r}")
         _require(self.tasks_per_step >= 1, f"rollout.tasks_per_step must be >= 1, got {self.tasks_per_step}")
         _require(self.group_size >= 2, f"rollout.group_size must be >= 2 for group-relative advantages, got {self.group_size}")
         _require(self.fold_keep_turns >= 0, f"rollout.fold_keep_turns must be >= 0 (0: no folding), got {self.fold_keep_turns}")
@@ -478,6 +483,8 @@ class TrainConfig:
     eval: EvalConfig = field(default_factory=EvalConfig)
     distributed: DistributedConfig = field(default_factory=DistributedConfig)
     ray: RaySettings = field(default_factory=RaySettings)
+    gateway: GatewayConfig = field(default_factory=GatewayConfig)
+    """The trajectory-capturing gateway of ``rollout.source=gateway`` (trainer/gateway/config.py, docs/trainer.md)."""
 
     def __post_init__(self) -> None:
         _require(self.steps >= 0, f"steps must be >= 0, got {self.steps}")

@@ -240,6 +240,10 @@ class Trainer:
 
     def collect(self) -> tuple[list[Trajectory], dict[str, float]]:
         r = self.config.rollout
+        if r.source == "gateway":  # an external harness plays through the gateway (trainer/gateway/source.py)
+            from .gateway.source import collect as gateway_collect
+
+            return gateway_collect(self)
         if self._worker is None:
             self._worker = RolloutWorker(self.train_spec, tasks_per_batch=r.tasks_per_step // self.world.size,
                                          group_size=r.group_size,
@@ -324,6 +328,9 @@ class Trainer:
         return {"step": self.step, **metrics, "step_s": time.perf_counter() - start}
 
     def close(self) -> None:
+        if getattr(self, "_gateway", None) is not None:
+            self._gateway.close()
+            self._gateway = None
         if self._worker is not None:
             self._worker.close()
             self._worker = None

@@ -16,6 +16,7 @@ from agentgym_envs.core.httpd import BindRefused
 from trainer.backends.hf import HFPolicy
 from trainer.episodes import PlaySpec
 from trainer.gateway import GatewayLimits, GatewayServer, logprob_gap, to_trajectory
+from trainer.gateway.assemble import session_record
 from trainer.gateway.envs import EnvDriver
 
 MODEL = "agentgym"
@@ -249,8 +250,11 @@ def test_nan_logprobs_never_reach_json_and_the_session_is_not_trained_on(serve, 
     status, answer = _request(f"{opened['base_url']}/chat/completions", body)  # parsed strictly: no NaN, no null
     assert status == 200 and [e["logprob"] for e in answer["choices"][0]["logprobs"]["content"]] == [-9999.0] * 3
     _request(f"{server.url}/sessions/{opened['session_id']}/reward", b'{"reward": 1}')
-    trajectory = to_trajectory(server.release(opened["session_id"]))
+    session = server.release(opened["session_id"])
+    trajectory = to_trajectory(session)
     assert not trajectory.trainable and "non-finite" in trajectory.infra_error
+    record = _strict(json.dumps(session_record(session)).encode())  # the exporter's line: kept, and still valid JSON
+    assert record["segments"][0]["logprobs"][-3:] == [-9999.0] * 3 and record["error"] == trajectory.infra_error
 
 
 def test_concurrent_sessions_each_keep_their_own_calls(serve):
@@ -280,6 +284,10 @@ def test_concurrent_sessions_each_keep_their_own_calls(serve):
         assert t.trainable and t.num_turns == 3 and len(t.segments) == 1 and t.ret == k
 
 
-def test_the_gateway_binds_loopback_unless_told_otherwise(tiny_policy):
+def test_the_gateway_binds_loopback_unless_told_otherwise(tiny_policy, capsys):
     with pytest.raises(BindRefused, match="loopback"):
         GatewayServer(tiny_policy, host="0.0.0.0")
+    from agentgym_envs.cli.main import main
+
+    assert main(["gateway", "--tiny", "--host", "0.0.0.0"]) == 2  # refused before any model is loaded
+    assert "not a loopback address" in capsys.readouterr().out

@@ -8,6 +8,7 @@
 COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("trainer.cli.train", "train a policy with RL from a YAML config and key=value overrides"),
     "quickstart": ("trainer.cli.quickstart", "build the tiny policy, warm it up, run RL on household tasks (CPU, minutes)"),
+    "gateway": ("trainer.cli.gateway", "serve the trajectory-capturing gateway: OpenAI API per session, exact tokens recorded"),
     "plot": ("trainer.cli.plot", "draw a run's training curves (or several runs overlaid) to PNGs and an HTML page"),
 }
 

@@ -77,3 +77,15 @@ def logprob_gap(model: Any, trajectories: list[Trajectory], *, temperature: floa
         logp, _ = token_logprobs(model, batch, temperature=temperature)
         gap = (logp.float() - batch.sampling_logprobs).abs() * batch.loss_mask
     return float(gap.max())
+
+
+def session_record(session: Session) -> dict[str, Any]:
+    """A finished session as one JSON-safe record (``agentgym gateway --out``): its segments' token fields, replies,
+    per-call policy versions and outcome; a non-finite log-prob is written as ``-9999.0`` (JSON has no NaN)."""
+    from .wire import finite
+
+    return {**session.summary(), "replies": list(session.replies), "versions": list(session.versions),
+            "rewards": list(session.outcome.rewards), "turn_valid": list(session.turn_valid),
+            "segments": [{"reason": s.reason, "token_ids": s.token_ids, "loss_mask": s.loss_mask,
+                          "logprobs": [finite(x) for x in s.logprobs], "turns": s.turns, "prompt_length": s.prompt_length}
+                         for s in session.segments]}

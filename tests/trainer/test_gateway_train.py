@@ -1,0 +1,33 @@
+"""``rollout.source=gateway``: the example harness (a plain ``openai`` client ReAct loop, examples/gateway_react.py,
+started by the trainer as a subprocess) trains the tiny policy 3 steps through the gateway, on-policy."""
+
+import sys
+from pathlib import Path
+
+import torch
+
+from trainer.config import load_config
+from trainer.loop import Trainer, fit
+
+EXAMPLE = Path(__file__).parents[2] / "examples" / "gateway_react.py"
+
+
+def test_the_example_harness_trains_three_steps_through_the_gateway(tmp_path, tiny_overrides):
+    config = load_config(None, [*tiny_overrides, "steps=3", "env.max_turns=2", "rollout.tasks_per_step=2",
+                                "rollout.group_size=2", "rollout.max_new_tokens=6", "bc.episodes=0", "eval.every=0",
+                                "checkpoint_every=0", "algorithm.filter_zero_variance=false", "loss.entropy_coef=0.01",
+                                "rollout.source=gateway", "gateway.step_timeout_s=60",
+                                f"gateway.harness={sys.executable} {EXAMPLE} --workers 2", f"out_dir={tmp_path}"])
+    trainer = Trainer(config)
+    before = [p.detach().clone() for p in trainer.model.parameters()]
+    try:
+        records = fit(trainer, echo=None)
+        harness = trainer._gateway.harness
+    finally:
+        trainer.close()
+    assert harness.returncode == 0  # the harness saw 410 after the last step and exited by itself
+    assert [r["step"] for r in records] == [1, 2, 3]
+    for r in records:
+        assert r["infra_errors"] == 0 and r["turns"] > 0 and r["train_tokens"] > 0
+        assert r["logprob_gap_max"] < 1e-4, r  # the gateway's recorded log-probs are the trainer's
+    assert any(not torch.equal(a, b.detach()) for a, b in zip(before, trainer.model.parameters()))
