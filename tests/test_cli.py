@@ -84,7 +84,7 @@ def test_unknown_subcommand_fails():
     assert out.returncode == 2
 
 
-ALL_COMMANDS = ["list", "play", "check", "new", "baselines", "train", "quickstart", "gateway", "plot", "bench", "leaderboard", "view", "selfplay", "skills"]
+ALL_COMMANDS = ["list", "play", "check", "new", "baselines", "train", "quickstart", "gateway", "plot", "bench", "leaderboard", "export", "view", "selfplay", "skills"]
 
 
 def test_every_part_registers_its_commands_and_each_answers_help():
