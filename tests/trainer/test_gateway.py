@@ -128,6 +128,29 @@ def test_a_history_rewriting_harness_gets_segments_not_errors(serve, tiny_model_
     assert [s["reason"] for s in summary["segments"]] == reasons and summary["error"] is None
 
 
+def test_completions_take_text_or_token_ids_and_continue_or_start_segments(serve):
+    server = serve()
+    opened, client = _open(server, json.dumps({"meta": {"seed": 11}}).encode())
+    first = client.completions.create(model=MODEL, prompt="<|user|>\nhi<|end|>\n<|assistant|>\n", max_tokens=4,
+                                      logprobs=1)
+    assert len(first.choices[0].logprobs.token_logprobs) == len(first.model_extra["agentgym"]["completion_token_ids"])
+    session = server.sessions[opened["session_id"]]
+    ids = session.segments[0].token_ids + server.policy.encode("<|end|>\n<|user|>\nok<|end|>\n<|assistant|>\n")
+    assert client.completions.create(model=MODEL, prompt=ids, max_tokens=4).model_extra["agentgym"]["new_segment"] is None
+    text = session.segments[0].text + "\nmore"
+    assert client.completions.create(model=MODEL, prompt=text, max_tokens=4).model_extra["agentgym"]["new_segment"] is None
+    assert client.completions.create(model=MODEL, prompt="other", max_tokens=4).model_extra["agentgym"]["new_segment"] == "prompt"
+    assert [s["reason"] for s in session.summary()["segments"]] == ["first", "prompt"]
+    # same seed, same requests: the same replies (sampling seeds derive from the session's seed and call number)
+    again, client2 = _open(server, json.dumps({"meta": {"seed": 11}}).encode())
+    repeat = client2.completions.create(model=MODEL, prompt="<|user|>\nhi<|end|>\n<|assistant|>\n", max_tokens=4)
+    assert repeat.model_extra["agentgym"]["completion_token_ids"] == first.model_extra["agentgym"]["completion_token_ids"]
+    for bad in (b'{"meta": {"seed": "x"}}', b'{"meta": [1]}', json.dumps({"meta": {"k": "v" * 5000}}).encode()):
+        assert _request(f"{server.url}/sessions", bad)[0] == 400
+    with pytest.raises(openai.BadRequestError, match="prompt"):
+        client.completions.create(model=MODEL, prompt=[-1, 2], max_tokens=4)
+
+
 def test_tool_calls_come_back_in_openai_format_parsed_by_our_protocol(serve):
     server = serve()
     _, client = _open(server)

@@ -131,8 +131,8 @@ class GatewayServer(HardenedHTTPServer):
     def open_session(self, request: dict[str, Any]) -> dict[str, Any]:
         assignment = self._next_assignment()
         meta = dict(assignment or {})
-        if assignment is None and isinstance(request.get("meta"), dict):
-            meta = {str(k)[:64]: v for k, v in list(request["meta"].items())[:32]}
+        if assignment is None and request.get("meta") is not None:
+            meta = _client_meta(request["meta"])
         with self._state:
             self._expire()
             if len(self.sessions) >= self.gateway_limits.max_sessions:
@@ -255,6 +255,25 @@ class GatewayServer(HardenedHTTPServer):
             return self.policy.generate([ids], sampling=sampling)[0]
         except Exception as e:  # the policy itself failed: our machinery, a 500 that says what broke
             raise HTTPRequestError(500, f"the policy failed: {type(e).__name__}: {e}", "server_error") from e
+
+
+#: A client's ``meta`` (its own labels for a session): at most this many bytes of JSON.
+MAX_META_BYTES = 4096
+
+
+def _client_meta(meta: Any) -> dict[str, Any]:
+    """A session's labels as a client sent them: a small JSON object whose ``seed``, ``task_index`` and
+    ``env_seed``, where given, are integers (they seed the sampler and the env-driven mode's env)."""
+    import json
+
+    if not isinstance(meta, dict) or len(json.dumps(meta)) > MAX_META_BYTES:
+        raise HTTPRequestError(400, f"'meta' must be a JSON object of at most {MAX_META_BYTES} bytes, got "
+                                    f"{str(meta)[:80]}")
+    for key in ("seed", "task_index", "env_seed"):
+        value = meta.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << 63):
+            raise HTTPRequestError(400, f"meta.{key} must be an integer in [0, 2**63), got {str(value)[:40]}")
+    return dict(meta)
 
 
 class _Handler(HardenedHandler):
