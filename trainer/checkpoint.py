@@ -47,7 +47,8 @@ REQUIRED = {"model": dict, "config": dict}
 #: at every world size and strategy). Every other key must match the checkpoint's.
 RESUME_MAY_DIFFER = frozenset({"steps", "out_dir", "checkpoint_every", "progress", "tensorboard", "eval.every", "rollout.dump",
                                "policy.cache_dir", "resume", "distributed.strategy", "distributed.backend",
-                               "distributed.timeout_minutes"})
+                               "distributed.timeout_minutes", "wandb.enabled", "wandb.project", "wandb.name",
+                               "wandb.group"})
 #: Stands for a key one side of a comparison does not have.
 ABSENT = "<absent>"
 _ARRAY = "__ndarray__"

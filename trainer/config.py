@@ -23,6 +23,7 @@ from agentgym_envs.protocols import protocol_names
 from .errors import ConfigError
 from .gateway.config import GatewayConfig
 from .tiny import TinyConfig
+from .wandb_log import WandbConfig
 
 
 def _require(ok: bool, message: str) -> None:
@@ -483,6 +484,8 @@ class TrainConfig:
     eval: EvalConfig = field(default_factory=EvalConfig)
     distributed: DistributedConfig = field(default_factory=DistributedConfig)
     ray: RaySettings = field(default_factory=RaySettings)
+    wandb: WandbConfig = field(default_factory=WandbConfig)
+    """Mirror the metrics into an offline Weights & Biases run (:mod:`trainer.wandb_log`; off by default)."""
     gateway: GatewayConfig = field(default_factory=GatewayConfig)
     """The trajectory-capturing gateway of ``rollout.source=gateway`` (trainer/gateway/config.py, docs/trainer.md)."""
 

@@ -40,6 +40,7 @@ from .rollout import RolloutWorker, resolve_sample_unit
 from .seeding import TaskSampler, capture_rng, derive_seed, restore_rng
 from .trajectory import Trajectory
 from .update import read_turn_values, rl_update
+from .wandb_log import WandbLogger
 from .value import ValueHead
 
 _log = logging.getLogger(__name__)
@@ -355,6 +356,8 @@ def fit(trainer: Trainer, *, stop_after: int | None = None, echo: Any = print) -
     loggers: list[Any] = [JsonlLogger(Path(c.out_dir) / "metrics.jsonl", resume_step=resume_step)] if main else []
     if c.tensorboard and main:
         loggers.append(TensorBoardLogger(Path(c.out_dir) / "tensorboard", resume_step=resume_step))
+    if c.wandb.enabled and main:  # an offline W&B run mirroring metrics.jsonl (trainer/wandb_log.py)
+        loggers.append(WandbLogger(c.wandb, c.out_dir, to_dict(c)))
     records: list[dict[str, Any]] = []
 
     def emit(record: dict[str, Any]) -> None:
