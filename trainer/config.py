@@ -22,6 +22,7 @@ from agentgym_envs.protocols import protocol_names
 
 from .errors import ConfigError
 from .gateway.config import GatewayConfig
+from .staleness import AsyncConfig
 from .tiny import TinyConfig
 from .wandb_log import WandbConfig
 
@@ -160,8 +161,13 @@ class EnvConfig:
     expert: str = ""
     """Shortcut for ``train_kwargs.expert``: which scripted expert the train env offers behaviour cloning,
     for envs that have several (the env's docs list the choices); ``""``: not passed, the env's default."""
+    step_latency_s: float = 0.0
+    """Seconds every env step sleeps first (:class:`agentgym_envs.core.latency.StepLatency`; train and
+    evaluation envs): a stand-in for slow envs, e.g. the async-collection benchmark. 0: none."""
 
     def __post_init__(self) -> None:
+        _require(isinstance(self.step_latency_s, (int, float)) and 0 <= self.step_latency_s < 3600,
+                 f"env.step_latency_s must be a number of seconds in [0, 3600), got {self.step_latency_s!r}")
         _require(self.max_turns >= 1, f"env.max_turns must be >= 1, got {self.max_turns}")
         _require(self.protocol in ("auto", *protocol_names()),
                  f"env.protocol must be 'auto' or one of {protocol_names()}, got {self.protocol!r}")
@@ -486,6 +492,8 @@ class TrainConfig:
     ray: RaySettings = field(default_factory=RaySettings)
     wandb: WandbConfig = field(default_factory=WandbConfig)
     """Mirror the metrics into an offline Weights & Biases run (:mod:`trainer.wandb_log`; off by default)."""
+    asynchronous: AsyncConfig = field(default_factory=AsyncConfig)
+    """Collection overlapped with updates under bounded staleness (trainer/staleness.py, docs/trainer.md)."""
     gateway: GatewayConfig = field(default_factory=GatewayConfig)
     """The trajectory-capturing gateway of ``rollout.source=gateway`` (trainer/gateway/config.py, docs/trainer.md)."""
 

@@ -99,6 +99,8 @@ class PlaySpec:
     """For an env without a task list: which seed stream task ids name (0: train, 1: held-out; :func:`task_seed`)."""
     seeded_tasks: int = SEEDED_TRAIN_TASKS
     """For an env without a task list: how many task ids (seeds) :meth:`num_tasks` reports."""
+    step_latency_s: float = 0.0
+    """Seconds each step sleeps first (:class:`~agentgym_envs.core.latency.StepLatency`; 0: not wrapped)."""
 
     def __post_init__(self) -> None:
         if self.protocol == AUTO_PROTOCOL:
@@ -125,6 +127,10 @@ class PlaySpec:
         import agentgym_envs  # (registers the ids, also in worker processes)
 
         env = agentgym_envs.make(self.env_id, protocol=self.protocol, max_turns=self.max_turns, **self.kwargs)
+        if self.step_latency_s:
+            from agentgym_envs.core.latency import StepLatency
+
+            env = StepLatency(env, self.step_latency_s)
         return env if has_task_list(env) else SeededTasks(env, self.seed_stream)
 
     def start_info(self, info: dict[str, Any]) -> dict[str, Any]:

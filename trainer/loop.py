@@ -25,6 +25,7 @@ from agentgym_envs.policies import SamplingConfig
 from .algorithms import CRITIC_ESTIMATORS, group_by
 from .algorithms.hooks import AlgorithmHooks
 from .algorithms.replay import current_logprobs
+from .asynchronous import AsyncCollection
 from .backends.chat_tokens import read_chat_template
 from .backends.hf import HFPolicy
 from .bc import behaviour_clone, expert_trajectories
@@ -80,7 +81,7 @@ def play_specs(env: EnvConfig) -> tuple[PlaySpec, PlaySpec]:
     trainer adds none. An env without a task list gets seeded task ids, train and held-out streams disjoint
     (:func:`trainer.episodes.task_seed`)."""
     common = dict(protocol=env.protocol, max_turns=env.max_turns, system_prompt=env.system_prompt,
-                  task_reminder=env.task_reminder)
+                  task_reminder=env.task_reminder, step_latency_s=env.step_latency_s)
     return (PlaySpec(env.env_id, env.make_kwargs(train=True), **common, seed_stream=0),
             PlaySpec(env.env_id, env.make_kwargs(train=False), **common, seed_stream=1, seeded_tasks=SEEDED_EVAL_TASKS))
 
@@ -125,11 +126,14 @@ class Trainer:
         self.bc_done = config.bc.episodes == 0
         self._worker: RolloutWorker | None = None
         self.hooks = AlgorithmHooks(config)  # TIGPO memory, replay buffer, filters, dynamic sampling (issue 18)
+        # collector threads under bounded staleness (trainer/asynchronous.py); None: collect in train_step
+        self.asynchronous = AsyncCollection(self) if config.asynchronous.enabled else None
 
     # ----------------------------------------------------------------- state
     def state_dict(self) -> dict[str, Any]:
         return {"model": self.world.model_state(self.model), "optimizer": self.world.optimizer_state(self.optimizer),
                 "scheduler": self.scheduler.state_dict(), "sampler": self.sampler.state_dict(),
+                **({} if self.asynchronous is None else {"asynchronous": self.asynchronous.state_dict()}),
                 "ref_model": None if self.ref_model is None else self.ref_model.state_dict(),
                 "value_head": None if self.value_head is None else self.value_head.state_dict(),
                 "rng": capture_rng(), "rng_ranks": self.world.gather(capture_rng()), "step": self.step, "bc_done": self.bc_done, "config": to_dict(self.config),
@@ -149,6 +153,8 @@ class Trainer:
         restore_rng(ranks[self.world.rank] if len(ranks) == self.world.size else state["rng"])
         self.step, self.bc_done = state["step"], state["bc_done"]
         self.hooks.load_state_dict(state.get("algorithm"))
+        if self.asynchronous is not None:  # its sampler state: before the oldest untrained unit was drawn
+            self.asynchronous.load_state_dict(state.get("asynchronous"))
         self.weights_changed()
 
     def save(self) -> Path:
@@ -315,7 +321,7 @@ class Trainer:
 
     def train_step(self) -> dict[str, float]:
         start = time.perf_counter()
-        trajectories, metrics = self.collect()
+        trajectories, metrics = self.collect() if self.asynchronous is None else self.asynchronous.next_batch()
         if self.config.rollout.dump and self.world.is_main:  # opt-in chat dump of what this step trains on
             from .rollout_dump import dump_rollouts
 
@@ -326,9 +332,13 @@ class Trainer:
             metrics.update(self.rollout_policy.sleep())
         metrics.update(self.world.update_metrics(self.update(kept, advantages)))  # all ranks' shares added
         self.step += 1
+        if self.asynchronous is not None:
+            self.asynchronous.published()  # the collectors sample with version self.step from their next turn
         return {"step": self.step, **metrics, "step_s": time.perf_counter() - start}
 
     def close(self) -> None:
+        if self.asynchronous is not None:
+            self.asynchronous.close()
         if getattr(self, "_gateway", None) is not None:
             self._gateway.close()
             self._gateway = None

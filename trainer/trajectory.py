@@ -65,6 +65,9 @@ class Trajectory:
     group: int = -1
     turn_values: list[float] | None = None
     """The critic's value of the state each turn's reply was written in (set by the trainer for PPO)."""
+    token_versions: list[int] = field(default_factory=list)
+    """The policy version (updates made) that sampled each id, -1 on ids not sampled; empty when the sampling
+    policy has no ``version`` (the synchronous loop). Async collection reads it (:mod:`trainer.staleness`)."""
     earlier: list[Trajectory] = field(default_factory=list)
     """Segments closed by history folding, oldest first: token fields only (their per-turn lists are empty).
     The token fields of this object are the last segment."""
@@ -116,10 +119,14 @@ class TrajectoryBuilder:
 
     def __init__(self, policy: TokenPolicy, messages: list[Message], *, task_index: int = -1, group: int = -1):
         self.policy = policy
+        self.versioned = getattr(policy, "version", None) is not None  # async collection tags sampled ids
         self.text = policy.render_chat(messages)
         ids = policy.encode(self.text)
         self.trajectory = Trajectory(list(ids), [0] * len(ids), [0.0] * len(ids), [-1] * len(ids), len(ids),
-                                     task_index=task_index, group=group)
+                                     task_index=task_index, group=group, token_versions=self._untagged(len(ids)))
+
+    def _untagged(self, n: int) -> list[int]:
+        return [-1] * n if self.versioned else []
 
     @property
     def ids(self) -> list[int]:
@@ -136,6 +143,8 @@ class TrajectoryBuilder:
         t.loss_mask += [1] * completion.num_tokens
         t.sampling_logprobs += [float(x) for x in completion.logprobs]
         t.token_turns += [turn] * completion.num_tokens
+        if self.versioned:  # the version of the weights that just sampled these ids
+            t.token_versions += [int(self.policy.version)] * completion.num_tokens
         t.replies.append(completion.text)
         t.state_keys.append(state_key)
         t.rewards.append(0.0)  # filled by record_step
@@ -155,6 +164,7 @@ class TrajectoryBuilder:
         t.loss_mask += [0] * len(delta)
         t.sampling_logprobs += [0.0] * len(delta)
         t.token_turns += [-1] * len(delta)
+        t.token_versions += self._untagged(len(delta))
         self.text = rendered
 
     def fold(self, messages: list[Message]) -> None:
@@ -167,11 +177,12 @@ class TrajectoryBuilder:
         t = self.trajectory
         if any(t.loss_mask):
             t.earlier.append(Trajectory(t.token_ids, t.loss_mask, t.sampling_logprobs, t.token_turns, t.prompt_length,
-                                        task_index=t.task_index, group=t.group))
+                                        task_index=t.task_index, group=t.group, token_versions=t.token_versions))
         self.text = self.policy.render_chat(messages)
         ids = list(self.policy.encode(self.text))
         t.token_ids, t.loss_mask, t.sampling_logprobs, t.token_turns = ids, [0] * len(ids), [0.0] * len(ids), [-1] * len(ids)
         t.prompt_length = len(ids)
+        t.token_versions = self._untagged(len(ids))
 
     def finish(self, how: Finish, *, won: bool = False, infra_error: str | None = None) -> Trajectory:
         """End the episode. A last segment that is a prompt only (the budget ended the episode right after a
@@ -181,6 +192,7 @@ class TrajectoryBuilder:
             last = t.earlier.pop()
             t.token_ids, t.loss_mask, t.sampling_logprobs = last.token_ids, last.loss_mask, last.sampling_logprobs
             t.token_turns, t.prompt_length = last.token_turns, last.prompt_length
+            t.token_versions = last.token_versions
         t.finish, t.won, t.infra_error = how, won, infra_error
         return t
 

@@ -23,6 +23,8 @@ later minibatches and epochs see the sampler's numbers too. With ``loss.rollout_
 :func:`old_logprobs` recomputes the trainer's ``π_old`` of every row before the first gradient step: the
 ratio is then ``π_θ / π_old`` (exactly 1 at the first step) and the trainer-vs-sampler mismatch
 ``ρ = π_old / π_sampler`` is corrected by TIS weights or MIS masks (:func:`trainer.loss.rollout_correction`).
+Asynchronous collection with S > 0 is the same computation under its own keys (decoupled PPO: ``π_old`` is
+the proximal policy, ``ρ`` the behaviour weight; :func:`trainer.staleness.correction_of`).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from .logprobs import PackedBatch, pack, token_logprobs
 from .loss import (BatchCounts, LossSettings, batch_counts, global_sum, observation_mask, policy_loss,
                    rollout_correction)
 from .seeding import derive_seed
+from .staleness import correction_of
 from .trajectory import Trajectory
 from .value import dense_value_targets, turn_starts
 
@@ -103,7 +106,8 @@ def rl_update(trainer: Any, trajectories: list[Trajectory], advantages: list[lis
         _warned.append(1)  # a turn sample is prompt + reply: its observations sit in the next prompt, never after a reply
         _log.warning("loss.echo_coef > 0 with turn samples: a turn's row has no observation tokens after its "
                      "reply, so ECHO trains nothing; use rollout.sample_unit=episode for ECHO")
-    old, correction = (None, {}) if config.loss.rollout_correction == "none" else old_logprobs(trainer, trajectories)
+    # π_old: the sampler's log-probs, or recomputed (the proximal policy) under a correction / async S > 0
+    old, correction = (None, {}) if correction_of(config)[0] == "none" else old_logprobs(trainer, trajectories)
     steps: list[dict[str, float]] = []
     for epoch in range(config.optim.epochs):
         for chunk in minibatch_split(len(trajectories), n, epoch=epoch, seed=config.seed, step=trainer.step):
@@ -133,22 +137,21 @@ def pack_minibatch(trainer: Any, trajectories: list[Trajectory], advantages: lis
         batch = pack([s for s, _, _ in part], trainer.policy.pad_id,
                      [token_advantages(s, advantages[i]) for s, i, _ in part], device=trainer.device,
                      value_targets=None if returns is None else [dense_value_targets(s, returns[i]) for s, i, _ in part])
-        out.append(_with_loss_extras(trainer.config.loss, batch, None if old is None else [old[i, j] for _, i, j in part]))
+        out.append(_with_loss_extras(trainer.config, batch, None if old is None else [old[i, j] for _, i, j in part]))
     return out
 
 
-def _with_loss_extras(loss_config: Any, batch: PackedBatch, old_rows: list[list[float]] | None) -> PackedBatch:
+def _with_loss_extras(config: Any, batch: PackedBatch, old_rows: list[list[float]] | None) -> PackedBatch:
     """``batch`` with ECHO's observation mask (``echo_coef`` > 0; from the mask as sampled, before MIS) and
     the rollout correction's ``π_old``, TIS weights and MIS mask (``old_rows`` given)."""
-    if loss_config.echo_coef:
+    if config.loss.echo_coef:
         batch.observed = observation_mask(batch.loss_mask, batch.attention_mask)
     if old_rows is not None:
         T = batch.loss_mask.shape[1]
         batch.old_logprobs = torch.tensor([row + [0.0] * (T - len(row)) for row in old_rows],
                                           dtype=torch.float32, device=batch.loss_mask.device)
         batch.is_weights, batch.loss_mask = rollout_correction(
-            batch.old_logprobs, batch.sampling_logprobs, batch.loss_mask, loss_config.rollout_correction,
-            loss_config.rollout_correction_cap)
+            batch.old_logprobs, batch.sampling_logprobs, batch.loss_mask, *correction_of(config))
     return batch
 
 
@@ -170,8 +173,7 @@ def old_logprobs(trainer: Any, trajectories: list[Trajectory]) -> tuple[OldLogpr
             k, j, segment = rows[r]
             old[k, j] = logp[b, :len(segment.token_ids)].tolist()
         mask = batch.loss_mask.float()
-        weights, kept = rollout_correction(logp, batch.sampling_logprobs, mask, c.loss.rollout_correction,
-                                           c.loss.rollout_correction_cap)
+        weights, kept = rollout_correction(logp, batch.sampling_logprobs, mask, *correction_of(c))
         sums += torch.tensor([float(mask.sum()), float(((logp - batch.sampling_logprobs).abs() * mask).sum()),
                               float(((weights if weights is not None else 1.0) * mask).sum()), float(kept.sum())],
                              dtype=torch.float64)
