@@ -3,8 +3,9 @@
 Nothing here knows about the trainer. The harness asks the gateway for work (``POST /sessions``: an env, a task
 and a seed), points an ``openai.OpenAI`` client at the session's ``base_url``, and runs the usual loop: send the
 chat, read the reply (text, or an OpenAI ``tool_calls`` call for tool envs), act in its own env, append the
-observation, repeat; at the end it posts the episode's return to ``/sessions/{sid}/reward``. It stops when the
-gateway answers 410 (training is over). Train through it:
+observation, repeat; at the end it posts the episode's return to ``/sessions/{sid}/reward``. Against an env-driven
+gateway (``gateway.env_driven=true``) the gateway steps the env and the harness only carries the chat on. It stops
+when the gateway answers 410 (training is over). Train through it:
 
     agentgym train my.yaml rollout.source=gateway "gateway.harness='python examples/gateway_react.py'"
 
@@ -53,6 +54,8 @@ def play(gateway: str, session: dict[str, Any]) -> None:
     """One episode of the assigned task, every reply sampled through the session's endpoint."""
     a = session["assignment"]
     client = openai.OpenAI(base_url=session["base_url"], api_key="unused", max_retries=0)
+    if "messages" in session:
+        return play_env_driven(client, a, session)
     env = agentgym_envs.make(a["env_id"], protocol=a["protocol"], max_turns=a["max_turns"], **a.get("env_kwargs", {}))
     try:
         observation, info = env.reset(**a["reset"])
@@ -73,6 +76,20 @@ def play(gateway: str, session: dict[str, Any]) -> None:
     status, answer = post(f"{gateway}/sessions/{session['session_id']}/reward", {"reward": total, "won": won})
     if status != 200:
         raise RuntimeError(f"the gateway refused the reward: HTTP {status} {answer}")
+
+
+def play_env_driven(client: openai.OpenAI, a: dict[str, Any], session: dict[str, Any]) -> None:
+    """An env-driven gateway steps the env itself: the harness only carries the chat on with each observation
+    (the response's ``agentgym.next_message``) until the env says the episode is done; it posts no reward."""
+    messages, tools, done = list(session["messages"]), session.get("tools"), False
+    while not done:
+        response = client.chat.completions.create(model=a.get("model", "agentgym"), messages=messages,
+                                                  **({"tools": tools} if tools else {}))
+        env = response.model_extra["agentgym"]
+        reply = response.choices[0].message
+        messages.append(reply.model_dump(exclude_none=True))
+        messages.append({**env["next_message"], **({"tool_call_id": reply.tool_calls[0].id} if reply.tool_calls else {})})
+        done = env["done"]
 
 
 def worker(gateway: str, errors: list[BaseException]) -> None:

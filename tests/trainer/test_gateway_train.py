@@ -12,8 +12,8 @@ from trainer.loop import Trainer, fit
 EXAMPLE = Path(__file__).parents[2] / "examples" / "gateway_react.py"
 
 
-def test_the_example_harness_trains_three_steps_through_the_gateway(tmp_path, tiny_overrides):
-    config = load_config(None, [*tiny_overrides, "steps=3", "env.max_turns=2", "rollout.tasks_per_step=2",
+def _train(tmp_path, overrides, steps):
+    config = load_config(None, [*overrides, f"steps={steps}", "env.max_turns=2", "rollout.tasks_per_step=2",
                                 "rollout.group_size=2", "rollout.max_new_tokens=6", "bc.episodes=0", "eval.every=0",
                                 "checkpoint_every=0", "algorithm.filter_zero_variance=false", "loss.entropy_coef=0.01",
                                 "rollout.source=gateway", "gateway.step_timeout_s=60",
@@ -26,8 +26,21 @@ def test_the_example_harness_trains_three_steps_through_the_gateway(tmp_path, ti
     finally:
         trainer.close()
     assert harness.returncode == 0  # the harness saw 410 after the last step and exited by itself
+    return trainer, before, records
+
+
+def test_the_example_harness_trains_three_steps_through_the_gateway(tmp_path, tiny_overrides):
+    trainer, before, records = _train(tmp_path, tiny_overrides, 3)
     assert [r["step"] for r in records] == [1, 2, 3]
     for r in records:
         assert r["infra_errors"] == 0 and r["turns"] > 0 and r["train_tokens"] > 0
         assert r["logprob_gap_max"] < 1e-4, r  # the gateway's recorded log-probs are the trainer's
     assert any(not torch.equal(a, b.detach()) for a, b in zip(before, trainer.model.parameters()))
+
+
+def test_an_env_driven_gateway_trains_on_the_envs_rewards(tmp_path, tiny_overrides):
+    """The gateway steps the env with each sampled reply; the harness only relays the chat (and cannot post rewards)."""
+    _, _, records = _train(tmp_path, [*tiny_overrides, "gateway.env_driven=true", "env.dense_reward=true",
+                                      "rollout.invalid_penalty=0.5"], 1)
+    assert records[0]["infra_errors"] == 0 and records[0]["logprob_gap_max"] < 1e-4
+    assert records[0]["reward"] < 0  # the tiny model's random replies are invalid actions: the env's penalty, per turn

@@ -89,6 +89,8 @@ class GatewaySource:
             if session.meta.get("step") == step and isinstance(slot, int) and 0 <= slot < slots:
                 self._done[slot] = session
                 self._cond.notify_all()
+                return
+        self.server.release(session.sid)  # a late session (its step timed out): counted lost already, forgotten
 
     def play(self, tasks: list[int], sampling: SamplingConfig, seed: int) -> tuple[list[Trajectory], RolloutStats]:
         """One collection through the gateway (the ``play`` the algorithm hooks call)."""
@@ -103,6 +105,7 @@ class GatewaySource:
             self._done, self._want = {}, (step, len(assignments))
         self.server.version = step
         self.server.assign(assignments)
+        _log.info("step %d: waiting for %d gateway sessions at %s", step + 1, len(assignments), self.server.url)
         self._wait(len(assignments))
         self.server.clear_work()  # nothing left over is handed out after the step
         with self._cond:
