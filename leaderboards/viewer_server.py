@@ -2,7 +2,7 @@
 
 For stores too large to embed whole: the page holds only the episode list (read once, at start) and asks
 ``/episodes/<row>/steps.json`` for an episode's turns when it is opened (with its start, replayed from its
-seed then). Standard library only
+seed then), and ``/search.json?q=TEXT`` for the rows whose turns contain a text. Standard library only
 (:mod:`http.server`), read-only, and loopback only: the server refuses to bind anything else, and answers
 403 to a request whose ``Host`` header names another host (a web page that rebinds its own DNS name to
 127.0.0.1 cannot read the episodes). Nothing in a request reaches SQL but an integer row number.
@@ -14,6 +14,7 @@ import ipaddress
 import json
 import re
 import threading
+import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -23,6 +24,8 @@ from .episodes_view import StartReplayer
 from .viewer import SERVED_MAX_CHARS, EpisodeIndex, read_index, read_start, read_steps, render_viewer
 
 STEPS_PATH = re.compile(r"^/episodes/(\d{1,9})/steps\.json$")
+MAX_QUERY = 200
+"""Longest turn-text search the server runs (characters); longer ones are cut."""
 
 
 class ViewerError(LeaderboardError):
@@ -63,6 +66,21 @@ class ViewerServer(ThreadingHTTPServer):
             start = read_start(self.replayer, self.index, row, self.max_chars)
         return json.dumps({"turns": turns, "start": start}, ensure_ascii=False, allow_nan=False).encode()
 
+    def search_json(self, query: str) -> bytes:
+        """Rows whose turns (reply, action, observation, parse error) contain ``query``, any case, as JSON."""
+        needle = query[:MAX_QUERY].lower()
+        if not needle:
+            return b"[]"
+        rows = {where: n for n, where in enumerate(self.index.where)}
+        found = []
+        with self.lock:
+            for source, store in enumerate(self.stores):
+                hits = store.db.execute(
+                    "SELECT DISTINCT episode_id FROM steps WHERE instr(lower(reply), ?1) OR instr(lower(action), ?1)"
+                    " OR instr(lower(observation), ?1) OR instr(lower(parse_error), ?1)", (needle,))
+                found += [rows[(source, e)] for (e,) in hits if (source, e) in rows]
+        return json.dumps(sorted(found)).encode()
+
     def allowed_hosts(self) -> set[str]:
         port = self.server_address[1]
         return {f"{self.server_address[0]}:{port}", f"localhost:{port}"}
@@ -86,10 +104,14 @@ class _Handler(BaseHTTPRequestHandler):
         if path in ("/", "/index.html"):
             self._send(200, self.server.page, "text/html; charset=utf-8")
             return
+        if path == "/search.json":
+            query = urllib.parse.parse_qs(self.path.partition("?")[2]).get("q", [""])[0]
+            self._send(200, self.server.search_json(query), "application/json; charset=utf-8")
+            return
         match = STEPS_PATH.match(path)
         body = self.server.steps_json(int(match.group(1))) if match else None
         if body is None:
-            self._send(404, b"not found: the viewer serves / and /episodes/<row>/steps.json", "text/plain")
+            self._send(404, b"not found: the viewer serves /, /episodes/<row>/steps.json and /search.json?q=", "text/plain")
         else:
             self._send(200, body, "application/json; charset=utf-8")
 

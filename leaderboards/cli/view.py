@@ -11,6 +11,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="results stores to show (default: the user's store)")
     parser.add_argument("--out", metavar="FILE", default=None,
                         help="write one self-contained HTML file (every episode's turns embedded) and exit")
+    parser.add_argument("--starts", action="store_true",
+                        help="with --out: replay each episode's start (system prompt, first observation) from its seed "
+                             "and embed it (one env reset per episode); served pages always replay it when opened")
     parser.add_argument("--port", type=int, default=8765,
                         help="serve on http://127.0.0.1:PORT/ (default 8765; 0 picks a free port)")
     parser.add_argument("--max-chars", type=int, default=None, metavar="N",
@@ -34,7 +37,9 @@ def run(args: argparse.Namespace) -> int:
 def _write(stores: list, args: argparse.Namespace) -> int:
     from ..viewer import MAX_CHARS, write_viewer
 
-    path, index = write_viewer(stores, args.out, max_chars=args.max_chars or MAX_CHARS)
+    if args.starts:
+        print("replaying each episode's start from its seed (one env reset per episode)...", file=sys.stderr)
+    path, index = write_viewer(stores, args.out, max_chars=args.max_chars or MAX_CHARS, starts=args.starts)
     print(f"wrote {path} ({len(index.rows)} episodes of {len(index.runs)} runs); open it in a browser")
     return 0
 

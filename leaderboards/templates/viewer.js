@@ -11,6 +11,7 @@
   const $ = (id) => document.getElementById(id);
   const textCache = new Map();
   let shown = [];
+  let servedHits = { q: null, rows: new Set() };  // served pages: rows whose turns hold state.q (asked of the server)
 
   function el(tag, cls, text) {
     const e = document.createElement(tag);
@@ -54,7 +55,9 @@
     if (state.outcome && row[F.outcome] !== state.outcome) return false;
     if (!state.q) return true;
     const q = state.q.toLowerCase();
-    return ep.hay.includes(q) || (state.text === "1" && !D.served && turnText(ep).includes(q));
+    if (ep.hay.includes(q)) return true;
+    if (state.text !== "1") return false;
+    return D.served ? servedHits.rows.has(ep.i) : turnText(ep).includes(q);
   }
 
   function readHash() {
@@ -72,6 +75,7 @@
   }
 
   function apply() {
+    if (D.served && state.text === "1" && state.q && servedHits.q !== state.q) return searchServer(state.q);
     shown = episodes.filter(matches);
     const pages = Math.max(1, Math.ceil(shown.length / PAGE));
     state.page = Math.min(Math.max(0, state.page || 0), pages - 1);
@@ -82,6 +86,11 @@
     $("prev").disabled = state.page === 0;
     $("next").disabled = state.page >= pages - 1;
     writeHash();
+  }
+
+  function searchServer(q) {
+    fetch("search.json?q=" + encodeURIComponent(q)).then((r) => r.ok ? r.json() : []).catch(() => [])
+      .then((rows) => { if (state.q === q) { servedHits = { q: q, rows: new Set(rows) }; apply(); } });
   }
 
   function rowOf(ep) {
@@ -99,6 +108,15 @@
       el("td", null, row[F.invalid_actions]));
     tr.addEventListener("click", () => open(ep.i));
     return tr;
+  }
+
+  function step(by) {
+    const at = shown.findIndex((ep) => ep.i === state.ep);
+    const next = shown[Math.min(Math.max(at + by, 0), shown.length - 1)];
+    if (!next) return;
+    const page = Math.floor(shown.indexOf(next) / PAGE);
+    if (page !== state.page) { state.page = page; apply(); }
+    open(next.i);
   }
 
   function fmt(v) {
@@ -146,7 +164,13 @@
       ["task_index", row[F.task_index]], ["won", row[F.won]], ["score", fmt(row[F.score])], ["return", fmt(row[F.return])],
       ["steps", row[F.steps]], ["invalid actions", row[F.invalid_actions]], ["terminated", row[F.terminated]],
       ["truncated", row[F.truncated]], ["tokens", row[F.tokens]], ["wall s", fmt(row[F.wall_s])], ["attempts", row[F.attempts]]]);
-    const parts = [head, summary, startOf(payload.start)];
+    const nav = el("div", "pager");
+    const prev = el("button", null, "◀ previous (k)"), next = el("button", null, "next (j) ▶");
+    prev.type = next.type = "button";
+    prev.addEventListener("click", () => step(-1));
+    next.addEventListener("click", () => step(1));
+    nav.append(prev, next);
+    const parts = [nav, head, summary, startOf(payload.start)];
     if (error) parts.push(el("p", "cut", "could not load the turns: " + error));
     else if (!turns || !turns.length) parts.push(el("p", "note", "No turns stored for this episode (a store exported without steps?)."));
     else turns.forEach((t) => parts.push(turnOf(t)));
@@ -212,9 +236,12 @@
     }));
     $("f-q").addEventListener("input", (e) => { state.q = e.target.value; state.page = 0; apply(); });
     $("f-text").addEventListener("change", (e) => { state.text = e.target.checked ? "1" : ""; state.page = 0; apply(); });
-    $("f-text").disabled = D.served;
     $("prev").addEventListener("click", () => { state.page -= 1; apply(); });
     $("next").addEventListener("click", () => { state.page += 1; apply(); });
+    document.addEventListener("keydown", (e) => {  // j / k: the next / previous listed episode
+      if (e.target.tagName === "INPUT" || e.target.tagName === "SELECT" || (e.key !== "j" && e.key !== "k")) return;
+      step(e.key === "j" ? 1 : -1);
+    });
     window.addEventListener("hashchange", () => { readHash(); apply(); if (state.ep >= 0) open(state.ep); });
   }
 

@@ -155,6 +155,9 @@ def _hostile_store(path: Path) -> Path:
                             ret=0.0, terminated=True, truncated=False, wall_s=0.0, steps=steps)
     with open_store(path) as store:
         store.record_episode(store.run(HOSTILE, "random", suite, {}), episode)
+        with store.db:  # bytes that are not UTF-8, as another tool could write them
+            store.db.execute("UPDATE steps SET finish_reason = CAST(X'ff41' AS TEXT) WHERE t = 1")
+            store.db.execute("UPDATE episodes SET entry = entry || CAST(X'fe' AS TEXT)")
     return path
 
 
@@ -173,6 +176,7 @@ def test_hostile_episode_text_is_shown_as_text_and_runs_nothing(driver, tmp_path
                        "document.querySelectorAll('#episode b, #episode i, #episode script').length]") == [
         "agentgym episodes", None, 0, 0]
     assert HOSTILE in _js(driver, "return document.querySelector('#episodes tbody tr').textContent")  # the run name
+    assert "\ufffdA" in _js(driver, "return document.querySelectorAll('#episode .turn')[1].textContent")
 
 
 def test_the_served_viewer_fetches_turns_and_answers_only_loopback(store, driver):
@@ -188,6 +192,16 @@ def test_the_served_viewer_fetches_turns_and_answers_only_loopback(store, driver
         WebDriverWait(driver, 10).until(lambda d: _turns(d))
         assert _turns(driver)[0]["observation"] == _stored(store, "expert", row["env"], 0)[0]["observation"]
         assert "first observation" in _js(driver, "return document.querySelector('#episode .start').textContent")
+        driver.find_element("id", "f-q").send_keys("too low")  # in the turns: the server searches its stores
+        driver.find_element("id", "f-text").click()
+        WebDriverWait(driver, 10).until(lambda d: len(_rows(d)) == 2)
+        assert {(r["run"], r["env"]) for r in _rows(driver)} == {("mini-v1/expert", "agentgym/GuessNumber-v0")}
+        _open_row(driver, int(_rows(driver)[0]["index"]))
+        WebDriverWait(driver, 10).until(lambda d: _turns(d))
+        first = _js(driver, "return document.querySelector('#episode h2').textContent")
+        driver.find_element("tag name", "body").send_keys("j")  # the next listed episode
+        WebDriverWait(driver, 10).until(lambda d: _js(d, "return document.querySelector('#episode h2').textContent") != first)
+        assert "episode 1" in _js(driver, "return document.querySelector('#episode h2').textContent")
         for path, headers, status in (("episodes/99/steps.json", {}, 404), ("../results.sqlite", {}, 404),
                                       ("", {"Host": "evil.example:80"}, 403)):
             with pytest.raises(urllib.error.HTTPError) as error:
@@ -216,15 +230,16 @@ def test_a_10k_episode_store_opens_within_two_seconds(driver, tmp_path):
     drawn_ms = _js(driver, "return window.viewerReady")
     assert _js(driver, "return document.getElementById('count').textContent") == "10000 of 10000 episodes"
     assert len(_rows(driver)) == 100  # one page of rows drawn, not 10,000
-    assert drawn_ms < 2000 and loaded < 4.0, (drawn_ms, loaded)
+    assert drawn_ms < 2000 and loaded < 6.0, (drawn_ms, loaded)  # the list within 2 s; the whole 40 MB parsed later
     _open_row(driver, int(_rows(driver)[-1]["index"]))
     assert len(_turns(driver)) == 6
 
 
 def test_view_cli_writes_the_page_and_refuses_a_non_store(store, tmp_path):
-    out = agentgym("view", str(store), "--out", str(tmp_path / "v.html"), "--max-chars", "100")
+    out = agentgym("view", str(store), "--out", str(tmp_path / "v.html"), "--max-chars", "100", "--starts")
     assert out.returncode == 0, out.stderr
-    assert "8 episodes of 2 runs" in out.stdout and (tmp_path / "v.html").stat().st_size > 1000
+    page = (tmp_path / "v.html").read_text()
+    assert "8 episodes of 2 runs" in out.stdout and page.count('"first_observation":"') == 8
     (tmp_path / "notes.txt").write_text("not a store")
     bad = agentgym("view", str(tmp_path / "notes.txt"), "--out", str(tmp_path / "w.html"))
     assert bad.returncode == 2 and "not an SQLite file" in bad.stderr and not (tmp_path / "w.html").exists()
