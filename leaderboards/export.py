@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .errors import LeaderboardError
+from .records import utf8_text
 
 FORMAT = "agentgym.trajectory/1"
 JSONL, PARQUET, HF_DIR = "trajectories.jsonl", "trajectories.parquet", "hf"
@@ -118,11 +119,7 @@ def clean(value: Any) -> Any:
     {'a': 'x�y', 'b': [1, None]}
     """
     if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-            return value
-        except UnicodeEncodeError:  # joins valid surrogate pairs, replaces lone ones
-            return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+        return utf8_text(value)
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):

@@ -9,6 +9,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 
+def utf8_text(text: str | None) -> str | None:
+    """``text`` as UTF-8 can hold it: a lone surrogate (a JSON ``\\ud800`` escape from an endpoint decodes to
+    one) becomes U+FFFD, and a pair of surrogates the character they encode. Other text is returned as is.
+
+    >>> utf8_text("a\\ud800b"), utf8_text("\\ud83d\\ude00"), utf8_text(None)
+    ('a\ufffdb', '😀', None)
+    """
+    if text is None:
+        return None
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
 @dataclass
 class StepRecord:
     """One turn: the model's raw reply, the native action it parsed to, and what the env answered."""

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import StoreError
-from .records import EpisodeRecord, InfraFailure
+from .records import EpisodeRecord, InfraFailure, utf8_text
 from .suite import Suite
 
 SCHEMA_VERSION = 1
@@ -215,8 +215,8 @@ class Store:
                 "INSERT INTO steps (episode_id, t, reply, action, observation, reward, terminated, truncated,"
                 " action_valid, parse_error, finish_reason, prompt_tokens, completion_tokens, prompt_chars,"
                 " latency_s, env_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [(episode_id, s.t, s.reply, s.action, s.observation, s.reward, s.terminated, s.truncated,
-                  s.action_valid, s.parse_error, s.finish_reason, s.prompt_tokens, s.completion_tokens,
+                [(episode_id, s.t, utf8_text(s.reply), utf8_text(s.action), utf8_text(s.observation), s.reward,
+                  s.terminated, s.truncated, s.action_valid, utf8_text(s.parse_error), utf8_text(s.finish_reason), s.prompt_tokens, s.completion_tokens,
                   s.prompt_chars, s.latency_s, s.env_s) for s in episode.steps])
         return True
 
@@ -227,7 +227,7 @@ class Store:
             cursor = self.db.execute(
                 "INSERT INTO infra_errors (run_id, entry, episode_index, attempt, source, error, at) SELECT ?, ?, ?,"
                 " COUNT(*) + 1, ?, ?, ? FROM infra_errors WHERE run_id = ? AND entry = ? AND episode_index = ?",
-                (*where, failure.source, failure.error[:4000], _now(), *where))
+                (*where, failure.source, utf8_text(failure.error[:4000]), _now(), *where))
             failure.attempt = self.db.execute("SELECT attempt FROM infra_errors WHERE id = ?",
                                               (cursor.lastrowid,)).fetchone()[0]
         return failure.attempt

@@ -164,10 +164,11 @@ def test_hostile_replies_survive_or_are_escaped_deterministically(tmp_path):
 
 
 def test_hostile_stored_episode_exports(tmp_path):
-    """Control characters, a forged JSON line and a megabyte reply stored by the leaderboard come out intact."""
+    """Control characters, a forged JSON line and a megabyte reply stored by the leaderboard come out intact; a
+    lone surrogate (an endpoint's JSON can carry one) is stored as U+FFFD instead of failing the whole run."""
     suite = load_suite(write_suite(tmp_path / "s.yaml", [{"env": "agentgym/Maze-Easy-v0", "tasks": 1}], name="h"))
     entry = suite.entries[0]
-    replies = ["\x00\x1b[2J" + "y" * (1 << 20), '"}\n{"id": "forged"}\u2028']
+    replies = ["\x00\x1b[2J" + "y" * (1 << 20), '"}\n{"id": "forged"}\u2028', "go \ud800east"]
     steps = [StepRecord(t, r, None, f"obs{t}\x7f", 0.0, False, False, False, "no action", "stop", None, None, 0, 0.0, 0.0)
              for t, r in enumerate(replies)]
     with open_store(tmp_path / "r.sqlite") as s:
@@ -175,7 +176,8 @@ def test_hostile_stored_episode_exports(tmp_path):
         s.record_episode(run, EpisodeRecord(entry.key, entry.env_id, entry.family, 0, 0, 0, 0, None, False, 0.0, 0.0,
                                             False, True, 0.1, steps=steps))
     record = load_trajectories(export(StoreSource(tmp_path / "r.sqlite"), tmp_path / "out", ALL)[0])[0]
-    assert [m["content"] for m in record["messages"] if m["role"] == "assistant"] == replies
+    assert [m["content"] for m in record["messages"] if m["role"] == "assistant"] == [*replies[:2], "go \ufffdeast"]
+    assert record["messages"][-1]["content"] == "obs2\x7f"
     assert load_trajectories(tmp_path / "out" / "hf") == [record]
 
 
