@@ -16,8 +16,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "and embed it (one env reset per episode); served pages always replay it when opened")
     parser.add_argument("--port", type=int, default=8765,
                         help="serve on http://127.0.0.1:PORT/ (default 8765; 0 picks a free port)")
-    parser.add_argument("--max-chars", type=int, default=None, metavar="N",
+    parser.add_argument("--max-chars", type=_positive, default=None, metavar="N",
                         help="cut each text field at N characters (default 20000 in a file, 200000 served)")
+
+
+def _positive(text: str) -> int:
+    value = int(text) if text.strip().lstrip("-").isdigit() else 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of characters >= 1, got {text!r}")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:

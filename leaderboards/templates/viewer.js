@@ -101,9 +101,10 @@
     tr.dataset.run = ep.run.key;
     tr.dataset.env = row[F.entry];
     if (ep.i === state.ep) tr.classList.add("selected");
-    const entry = el("td", "entry", row[F.entry]);
+    const run = el("td", "run", ep.run.key), entry = el("td", "entry", row[F.entry]);
+    run.title = ep.run.key;
     entry.title = row[F.entry];
-    tr.append(el("td", null, ep.run.key), entry, el("td", null, row[F.episode_index]), el("td", null, row[F.seed]),
+    tr.append(run, entry, el("td", null, row[F.episode_index]), el("td", null, row[F.seed]),
       el("td", row[F.outcome], row[F.outcome]), el("td", null, fmt(row[F.return])), el("td", null, row[F.steps]),
       el("td", null, row[F.invalid_actions]));
     tr.addEventListener("click", () => open(ep.i));
