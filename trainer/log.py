@@ -10,14 +10,15 @@ from typing import Any
 
 
 class JsonlLogger:
-    """Appends one JSON line per record; on resume, drops records past the resumed step first."""
+    """Appends one JSON line per record; on resume, drops records past the resumed step first (and a line a
+    kill cut short)."""
 
     def __init__(self, path: str | Path, *, resume_step: int | None = None):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if resume_step is not None and self.path.exists():
-            kept = [line for line in self.path.read_text().splitlines()
-                    if line.strip() and json.loads(line).get("step", -1) <= resume_step]
+            kept = [line for line in self.path.read_text(errors="replace").splitlines()
+                    if line.strip() and _logged_step(line) <= resume_step]
             self.path.write_text("".join(line + "\n" for line in kept))
         elif resume_step is None:
             self.path.write_text("")
@@ -26,6 +27,17 @@ class JsonlLogger:
         clean = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in record.items()}
         with self.path.open("a") as f:
             f.write(json.dumps(clean, sort_keys=True) + "\n")
+
+
+def _logged_step(line: str) -> float:
+    """A logged line's ``step``; a line that is not a JSON object (cut short when a run was killed mid-write)
+    has none and counts as past any step, so a resume drops it instead of failing on it."""
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return math.inf
+    step = record.get("step", -1) if isinstance(record, dict) else None
+    return step if isinstance(step, (int, float)) else math.inf
 
 
 class TensorBoardLogger:

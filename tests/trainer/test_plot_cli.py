@@ -11,14 +11,15 @@ import shutil
 import pytest
 
 from agentgym_envs.cli.main import main
-from trainer.dashboard import PANELS, parse_jsonl, read_run, unique_labels
+from trainer.dashboard import PANELS, draw_panel, parse_jsonl, read_run, unique_labels
+from trainer.log import JsonlLogger
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 MAZE = ["env.env_id=agentgym/Maze-Easy-v0", "env.train_kwargs={size: 3}", "env.eval_kwargs={size: 3}", "env.max_turns=3",
         "rollout.tasks_per_step=2", "rollout.group_size=2", "rollout.max_new_tokens=4", "eval.num_tasks=2",
         "algorithm.filter_zero_variance=false", "policy.threads=1"]
 #: eval.every=1: held-out success with intervals each update; kl_coef > 0: KL to the reference is logged.
-TRAIN = MAZE + ["steps=4", "eval.every=1", "loss.kl_coef=0.01", "bc.episodes=0", "checkpoint_every=0"]
+TRAIN = MAZE + ["steps=3", "eval.every=1", "loss.kl_coef=0.01", "bc.episodes=0", "checkpoint_every=0"]
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +61,7 @@ def test_plot_draws_every_curve_a_real_run_logged_and_one_self_contained_page(tr
     assert "note: logprob_gap: no run logged 'rollout_gap_old_mean' (logged with policy.backend=vllm)" in out
     assert f"dashboard: {board / 'index.html'} (8 figures, 1 run)" in out
     run = read_run(train_run)
-    assert [r["step"] for r in run.records] == [1, 2, 3, 4] and run.intervals("eval_success") is not None
+    assert [r["step"] for r in run.records] == [1, 2, 3] and run.intervals("eval_success") is not None
 
 
 def test_a_cut_short_last_line_and_junk_lines_change_no_figure(train_run, tmp_path, capsys):
@@ -127,8 +128,17 @@ def test_several_runs_overlay_on_one_page(train_run, quickstart_run, tmp_path, c
     assert f"dashboard: {out_dir / 'index.html'} (8 figures, 2 runs)" in out
     page = (out_dir / "index.html").read_text()
     assert page.count("<tr><td>train</td>") == 1 and page.count("<tr><td>quickstart</td>") == 1
-    assert main(["plot", str(train_run), "--out", str(tmp_path / "single")]) == 0
-    single = (tmp_path / "single" / "reward.png").read_bytes()
-    assert (out_dir / "reward.png").read_bytes() != single  # both runs drawn, not one
+    assert draw_panel(PANELS[0], [read_run(train_run)], tmp_path / "single.png") == ["reward"]
+    assert (out_dir / "reward.png").read_bytes() != (tmp_path / "single.png").read_bytes()  # both runs drawn, not one
     assert main(["plot", str(train_run), str(quickstart_run), "--label", "only-one"]) == 2
     assert "expected one --label per RUN_DIR (2), got 1" in capsys.readouterr().out
+
+
+def test_a_resume_drops_the_line_a_kill_cut_short_instead_of_failing_on_it(train_run, tmp_path):
+    lines = (train_run / "metrics.jsonl").read_text().splitlines()
+    log = tmp_path / "metrics.jsonl"
+    log.write_text("\n".join([*lines[:2], lines[2][:40]]))  # killed while writing step 3
+    JsonlLogger(log, resume_step=2)  # the trainer's logger on resume from the step-2 checkpoint
+    assert log.read_text() == lines[0] + "\n" + lines[1] + "\n"
+    JsonlLogger(log, resume_step=1).log({"step": 2, "reward": 0.5})
+    assert [r["step"] for r in parse_jsonl(log.read_text(), "m")[0]] == [1, 2]
