@@ -166,6 +166,9 @@ def test_tool_calls_come_back_in_openai_format_parsed_by_our_protocol(serve):
     messages = [{"role": "user", "content": TASK}, choice.message.model_dump(exclude_none=True),
                 {"role": "tool", "tool_call_id": call.id, "content": "You see a mug."}]
     assert _chat(client, messages, tools=tools).model_extra["agentgym"]["new_segment"] is None
+    # other tools change what the template renders first: the fingerprint covers them, so a new segment starts
+    messages += [{"role": "assistant", "content": "I will look."}, {"role": "user", "content": "go on"}]
+    assert _chat(client, messages).model_extra["agentgym"]["new_segment"] == "messages"
 
 
 class _Scripted:

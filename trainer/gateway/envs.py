@@ -46,7 +46,11 @@ class EnvDriver:
     def step(self, server: Any, session: Any, text: str) -> dict[str, Any]:
         """Step the env with the sampled ``text``; end the session (``server.finish``) when the episode ends."""
         state: _EnvState = session.env
-        observation, reward, terminated, truncated, info = state.env.step(text)
+        try:
+            observation, reward, terminated, truncated, info = state.env.step(text)
+        except Exception as e:  # the env itself broke (the protocol layer turns any reply into an observation)
+            observation, reward, terminated, truncated = "", 0.0, False, True
+            info = {"infra_error": f"the env failed on step {len(state.rewards)}: {type(e).__name__}: {e}"}
         valid = info.get("action_valid") is not False
         state.rewards.append(float(reward) - (0.0 if valid else self.invalid_penalty))
         session.turn_valid.append(valid)

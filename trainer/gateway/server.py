@@ -182,8 +182,13 @@ class GatewayServer(HardenedHTTPServer):
         if self.on_finish is not None:
             self.on_finish(session)
 
+    def expire(self) -> None:
+        """End the sessions idle for ``session_ttl_s`` (a harness that died mid-episode): kept, never trained on."""
+        with self._state:
+            self._expire()
+
     def _expire(self) -> None:
-        """End sessions idle for ``session_ttl_s`` (under ``_state``): kept as ``expired``, never trained on."""
+        """:meth:`expire` under ``_state`` (also run before each new session)."""
         now = time.monotonic()
         for s in list(self.sessions.values()):
             if not s.outcome.done and not s.busy and now - s.touched > self.gateway_limits.session_ttl_s:

@@ -172,7 +172,7 @@ class Session:
         previous one, else a new segment (see the module docstring). ``wire`` is the request's raw messages
         (fingerprinted), ``messages`` the same converted to the policy's chat."""
         continues = (self._fingerprint is not None and len(wire) > self._prefix_len
-                     and fingerprint(wire[:self._prefix_len]) == self._fingerprint)
+                     and fingerprint(wire[:self._prefix_len], tools) == self._fingerprint)
         chat = Chat([*self._chat, *messages[self._prefix_len:]] if continues else messages, tools=tools)
         text = render(policy, chat)
         current = self.segments[-1] if self.segments else None
@@ -220,7 +220,7 @@ class Session:
         if prompt.chat is not None and wire is not None and returned is not None:
             self._chat = [*prompt.chat, Message(role="assistant", content=completion.text)]
             self._prefix_len = len(wire) + 1
-            self._fingerprint = fingerprint([*wire, returned])
+            self._fingerprint = fingerprint([*wire, returned], prompt.chat.tools if isinstance(prompt.chat, Chat) else None)
         else:
             self._fingerprint, self._prefix_len, self._chat = None, 0, []
 
@@ -252,10 +252,11 @@ def render(policy: Any, chat: Chat) -> str:
                                 f"{str(e)[:200]}") from e
 
 
-def fingerprint(messages: Sequence[Any]) -> str:
+def fingerprint(messages: Sequence[Any], tools: Any = None) -> str:
     """SHA-256 of ``messages`` normalised: role, text content and tool calls (name and parsed arguments); the
-    ids a client or server gives tool calls and any other field (``refusal``, ``annotations``) are left out."""
-    h = hashlib.sha256()
+    ids a client or server gives tool calls and any other field (``refusal``, ``annotations``) are left out.
+    The request's ``tools`` count too (a template renders them at the top of the chat)."""
+    h = hashlib.sha256(json.dumps(tools, sort_keys=True, ensure_ascii=False).encode("utf-8"))
     for m in messages:
         h.update(json.dumps(_normalise(m), sort_keys=True, ensure_ascii=False).encode("utf-8"))
         h.update(b"\x00")

@@ -129,6 +129,11 @@ class GatewaySource:
                                        f"code {self.harness.returncode} before step {self.trainer.step + 1}'s "
                                        f"{slots} sessions ended ({len(self._done)} did); see its output above")
                 self._cond.wait(min(1.0, max(deadline - time.monotonic(), 0.01)))
+                self._cond.release()  # expiring calls _finished, which takes the condition: not while holding it
+                try:
+                    self.server.expire()  # a session its harness abandoned ends after gateway.session_ttl_s
+                finally:
+                    self._cond.acquire()
 
     def close(self) -> None:
         """Tell the harness there is no more work (410), give it time to exit, then stop the server."""
