@@ -88,26 +88,37 @@ def select_runs(store: Store, names: Sequence[str] | None = None) -> list[Run]:
     return runs
 
 
-def count_episodes(store: Store, runs: Sequence[Run]) -> int:
-    """How many episodes :func:`stored_episodes` yields for ``runs``."""
-    return sum(store.count(run) for run in runs)
-
-
-def stored_episodes(store: Store, runs: Sequence[Run], *, skip: int = 0) -> Iterator[StoredEpisode]:
-    """Every stored episode of ``runs`` in export order, after the first ``skip`` (whose steps are not read)."""
+def episode_keys(store: Store, runs: Sequence[Run]) -> list[tuple[Run, str, int]]:
+    """``(run, entry key, episode index)`` of every stored episode of ``runs``, in export order: a snapshot
+    (episodes another runner stores later are not in it)."""
+    keys = []
     for run in runs:
-        entries = {e.key: e for e in run_entries(run)}
-        rows = store.db.execute("SELECT * FROM episodes WHERE run_id = ? AND suite_version = ? "
+        rows = store.db.execute("SELECT entry, episode_index FROM episodes WHERE run_id = ? AND suite_version = ? "
                                 "ORDER BY entry, episode_index", (run.id, run.suite_version))
-        for row in rows.fetchall():
-            if skip > 0:
-                skip -= 1
-                continue
-            entry = entries.get(row["entry"])
-            if entry is None:
-                raise StoreError(f"run {run.name!r}: episode entry {row['entry']!r} is not in its stored suite; "
-                                 "the store was edited by hand")
-            yield _episode(run, entry, row, store.steps(row["id"]))
+        keys += [(run, entry, index) for entry, index in rows]
+    return keys
+
+
+def load_episode(store: Store, run: Run, entry: Entry, episode_index: int) -> StoredEpisode:
+    """One stored episode of ``run`` with its turns (:class:`StoreError` if it is not stored)."""
+    row = store.db.execute("SELECT * FROM episodes WHERE run_id = ? AND suite_version = ? AND entry = ? AND "
+                           "episode_index = ?", (run.id, run.suite_version, entry.key, episode_index)).fetchone()
+    if row is None:
+        raise StoreError(f"run {run.name!r} has no stored episode {episode_index} of {entry.key}")
+    return _episode(run, entry, row, store.steps(row["id"]))
+
+
+def stored_episodes(store: Store, runs: Sequence[Run], *, keys: Sequence[tuple[Run, str, int]] | None = None,
+                    skip: int = 0) -> Iterator[StoredEpisode]:
+    """The stored episodes of ``runs`` in export order (those of ``keys``, an :func:`episode_keys` snapshot, when
+    given), after the first ``skip`` (whose steps are not read)."""
+    entries = {run.id: {e.key: e for e in run_entries(run)} for run in runs}
+    for run, key, index in (episode_keys(store, runs) if keys is None else keys)[skip:]:
+        entry = entries[run.id].get(key)
+        if entry is None:
+            raise StoreError(f"run {run.name!r}: episode entry {key!r} is not in its stored suite; the store was "
+                             "edited by hand")
+        yield load_episode(store, run, entry, index)
 
 
 def run_entries(run: Run) -> list[Entry]:

@@ -165,6 +165,8 @@ def write_jsonl(source: Source, path: str | Path, *, progress: Any = None) -> Pa
             done += 1
             if progress is not None:
                 progress(done, len(ids))
+        if done != len(ids):
+            raise ExportError(f"source ended after {done} of its {len(ids)} records; {part} keeps them: rerun to resume")
         os.fsync(f.fileno())
     os.replace(part, path)
     return path

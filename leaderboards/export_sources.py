@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from .episodes_view import Start, StartReplayer, count_episodes, select_runs, stored_episodes
+from .episodes_view import Start, StartReplayer, episode_keys, select_runs, stored_episodes
 from .export import ExportError, make_record, read_jsonl
 from .store import open_store
 from .suite import BUILTIN_DEFAULTS, BUILTIN_SAMPLING, Entry, _entry
@@ -42,26 +42,20 @@ def episode_record(*, id: str, source: str, policy: str, entry: Entry, episode: 
 
 
 class StoreSource:
-    """The stored episodes of ``store`` (all runs, or those in ``runs``); read-only on the store."""
+    """The stored episodes of ``store`` (all runs, or those in ``runs``) as they were when it was opened
+    (a runner still writing the store adds none); read-only on the store."""
 
     def __init__(self, store: str | Path, runs: Sequence[str] | None = None):
         self.store = open_store(store, create=False)
         self.runs = select_runs(self.store, runs)
+        self._keys = episode_keys(self.store, self.runs)
         self._replayer = StartReplayer()
 
     def ids(self) -> list[str]:
-        ids = []
-        for run in self.runs:
-            rows = self.store.db.execute("SELECT entry, episode_index FROM episodes WHERE run_id = ? AND "
-                                         "suite_version = ? ORDER BY entry, episode_index", (run.id, run.suite_version))
-            ids += [self._id(run, entry, index) for entry, index in rows]
-        return ids
-
-    def __len__(self) -> int:
-        return count_episodes(self.store, self.runs)
+        return [self._id(run, entry, index) for run, entry, index in self._keys]
 
     def records(self, skip: int = 0) -> Iterator[dict[str, Any]]:
-        for ep in stored_episodes(self.store, self.runs, skip=skip):
+        for ep in stored_episodes(self.store, self.runs, keys=self._keys, skip=skip):
             run = ep.run
             yield episode_record(id=self._id(run, ep.entry.key, ep.episode_index), source="store", policy=run.policy,
                                  entry=ep.entry, episode=ep, start=self._replayer.start(ep.entry, ep.episode_index),

@@ -244,3 +244,26 @@ def test_cli_exports_and_reports_errors(store, tmp_path):
                    "--kwargs", "[1]")
     assert env.returncode == 2 and "--kwargs expects a JSON object" in env.stderr
     assert not os.path.exists(tmp_path / "y") and not os.path.exists(tmp_path / "z")
+
+
+def test_an_export_reads_the_store_as_it_was_when_opened(tmp_path):
+    """A runner still writing the store adds nothing to an export under way (ids are a snapshot)."""
+    suite = load_suite(write_suite(tmp_path / "s.yaml", [{"env": "agentgym/Maze-Easy-v0", "tasks": 2}], name="live"))
+    entry = suite.entries[0]
+
+    def episode(index: int) -> EpisodeRecord:
+        step = StepRecord(0, "go east", "go east", "ok", 1.0, True, False, True, None, "stop", None, None, 0, 0.0, 0.0)
+        return EpisodeRecord(entry.key, entry.env_id, entry.family, index, index, 0, index, None, True, 1.0, 1.0, True,
+                             False, 0.1, steps=[step])
+
+    with open_store(tmp_path / "r.sqlite") as s:
+        run = s.run("live", "expert", suite, {})
+        s.record_episode(run, episode(0))
+        source = StoreSource(tmp_path / "r.sqlite")
+        s.record_episode(run, episode(1))  # stored after the export opened the store
+    path = write_jsonl(source, tmp_path / "out.jsonl")
+    source.close()
+    assert [r["id"] for r in load_trajectories(path)] == ["store:live/live/v1/agentgym/Maze-Easy-v0/0"]
+    later = StoreSource(tmp_path / "r.sqlite")
+    assert len(later.ids()) == 2
+    later.close()
