@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import importlib.util
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -235,11 +237,24 @@ def test_a_10k_episode_store_opens_within_two_seconds(driver, tmp_path):
     assert len(_turns(driver)) == 6
 
 
-def test_view_cli_writes_the_page_and_refuses_a_non_store(store, tmp_path):
+def test_view_cli_writes_the_page_serves_it_and_refuses_a_non_store(store, tmp_path):
     out = agentgym("view", str(store), "--out", str(tmp_path / "v.html"), "--max-chars", "100", "--starts")
     assert out.returncode == 0, out.stderr
     page = (tmp_path / "v.html").read_text()
     assert "8 episodes of 2 runs" in out.stdout and page.count('"first_observation":"') == 8
+    served = subprocess.Popen([sys.executable, "-m", "agentgym_envs.cli.main", "view", str(store), "--port", "0"],
+                              cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = served.stdout.readline()
+        assert line.startswith("serving 8 episodes on http://127.0.0.1:"), line + served.stderr.read()
+        url = line.split(" on ")[1].split()[0]
+        with urllib.request.urlopen(url + "episodes/0/steps.json", timeout=30) as answer:
+            assert answer.status == 200 and b'"turns"' in answer.read()
+    finally:
+        served.terminate()
+        served.wait(10)
+        served.stdout.close()
+        served.stderr.close()
     (tmp_path / "notes.txt").write_text("not a store")
     bad = agentgym("view", str(tmp_path / "notes.txt"), "--out", str(tmp_path / "w.html"))
     assert bad.returncode == 2 and "not an SQLite file" in bad.stderr and not (tmp_path / "w.html").exists()
