@@ -103,6 +103,12 @@ def test_missing_keys_are_notes_and_a_directory_without_metrics_is_refused(train
     assert "no update records" in capsys.readouterr().out
     assert main(["plot", str(tmp_path / "nowhere")]) == 2
     assert f"expected {tmp_path / 'nowhere' / 'metrics.jsonl'} (written by agentgym train" in capsys.readouterr().out
+    (tmp_path / "file").write_text("")
+    assert main(["plot", str(sparse), "--out", str(tmp_path / "file" / "out")]) == 2
+    assert "expected a readable run directory and a writable --out folder, got [Errno 20] Not a directory" in capsys.readouterr().out
+    assert main(["plot", str(sparse), "--label", "<script>alert(1)</script>", "--out", str(tmp_path / "named")]) == 0
+    page = (tmp_path / "named" / "index.html").read_text()
+    assert "<script" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page  # a label is text, never markup
 
 
 def test_a_quickstart_run_plots_with_its_held_out_results(quickstart_run, capsys):

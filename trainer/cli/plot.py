@@ -3,7 +3,8 @@
 Reads each run directory's ``metrics.jsonl`` (and ``held_out.jsonl`` when the quickstart wrote one) and
 writes one PNG per panel plus ``index.html`` with the PNGs embedded (:mod:`trainer.dashboard`). Several run
 directories are overlaid on the same axes. Keys a run did not log are listed as notes, never an error;
-a truncated last line (a killed run) is skipped. Exit status 2 when a directory has no ``metrics.jsonl``.
+a truncated last line (a killed run) is skipped. Exit status 2 when a directory has no ``metrics.jsonl``
+or the output folder cannot be written.
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ def run(args: argparse.Namespace) -> int:
         board = write_dashboard(runs, out)
     except DashboardError as e:
         print(f"agentgym plot: {e}")
+        return 2
+    except OSError as e:  # an unreadable log or an output folder we may not write
+        print(f"agentgym plot: expected a readable run directory and a writable --out folder, got {e}")
         return 2
     for note in board.notes:
         print(f"note: {note}")
