@@ -283,8 +283,9 @@ def test_nan_logprobs_never_reach_json_and_the_session_is_not_trained_on(serve, 
     assert record["segments"][0]["logprobs"][-3:] == [-9999.0] * 3 and record["error"] == trajectory.infra_error
 
 
-def test_concurrent_sessions_each_keep_their_own_calls(serve):
-    server = serve()
+@pytest.mark.parametrize("max_batch", [1, 4])
+def test_concurrent_sessions_each_keep_their_own_calls(serve, tiny_model_and_tokenizer, max_batch):
+    server = serve(max_batch=max_batch)
     results, errors = {}, []
 
     def harness(k):
@@ -305,9 +306,13 @@ def test_concurrent_sessions_each_keep_their_own_calls(serve):
     for t in threads:
         t.join()
     assert not errors and len(results) == 8
+    trajectories = []
     for k, sid in results.items():
-        t = to_trajectory(server.release(sid))
+        trajectories.append(to_trajectory(server.release(sid)))
+        t = trajectories[-1]
         assert t.trainable and t.num_turns == 3 and len(t.segments) == 1 and t.ret == k
+    assert logprob_gap(tiny_model_and_tokenizer[0], trajectories) < 1e-4  # batched (left-padded) or not
+    assert server.batcher.calls == 24 and (server.batcher.batches < 24) == (max_batch > 1)
 
 
 def test_the_gateway_binds_loopback_unless_told_otherwise(tiny_policy, capsys):

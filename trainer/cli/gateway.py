@@ -31,6 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", metavar="FILE", help="append each finished session to this JSON-lines file")
     parser.add_argument("--max-sessions", type=int, default=256, help="sessions held at once (then 429)")
     parser.add_argument("--session-ttl", type=float, default=600.0, help="seconds before an idle session expires")
+    parser.add_argument("--max-batch", type=int, default=1, help="concurrent calls sampled together (default 1)")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
 
 
@@ -70,7 +71,8 @@ def run(args: argparse.Namespace) -> int:
     limits = GatewayLimits(max_sessions=args.max_sessions, session_ttl_s=args.session_ttl)
     try:
         server = GatewayServer(policy, model_name=args.model_name, host=args.host, port=args.port, api_key=api_key,
-                               allow_remote=args.allow_remote, limits=limits, envs=envs, on_finish=export)
+                               allow_remote=args.allow_remote, limits=limits, envs=envs, on_finish=export,
+                               max_batch=args.max_batch)
     except (BindRefused, OSError) as e:
         print(f"agentgym gateway: cannot listen on {args.host}:{args.port}: {e}")
         return 2

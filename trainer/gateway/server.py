@@ -19,7 +19,8 @@ by the trainer or the exporter); a session idle for ``session_ttl_s`` is ended a
 trained on) to make room, and when none can be a new one is refused with 429. A session holds at most
 ``max_calls`` calls and each prompt plus ``max_tokens`` must fit ``max_context_tokens``, so memory per session
 is bounded too. Bodies are bounded by :mod:`agentgym_envs.core.httpd` (413 beyond ``max_body_bytes``).
-One policy call runs at a time (a lock); two concurrent calls on one session get 409 for the second.
+Sampling runs one call at a time, or batches concurrent sessions' calls (``max_batch``, :mod:`.batcher`); two
+concurrent calls on one session get 409 for the second.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from agentgym_envs.policies import Completion, SamplingConfig
 
 from ..seeding import derive_seed
 from . import wire
+from .batcher import Batcher
 from .sessions import Session, SessionError
 
 _SID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
@@ -66,18 +68,20 @@ class GatewayServer(HardenedHTTPServer):
         envs: env-driven mode: ``envs(session)`` starts the session's env and returns its first messages
             (:class:`trainer.gateway.envs.EnvDriver`); ``None``: the harness reports rewards.
         on_finish: called with each session as it ends (the trainer's collector, the exporter).
+        max_batch: concurrent calls sampled together (:mod:`trainer.gateway.batcher`); 1: one at a time.
     """
 
     def __init__(self, policy: Any, *, model_name: str = "agentgym", host: str = "127.0.0.1", port: int = 0,
                  api_key: str | None = None, allow_remote: bool = False, limits: GatewayLimits | None = None,
                  sampling: SamplingConfig | None = None, envs: Any = None,
-                 on_finish: Callable[[Session], None] | None = None, seed: int = 0):
+                 on_finish: Callable[[Session], None] | None = None, seed: int = 0, max_batch: int = 1):
         self.gateway_limits = limits or GatewayLimits()
         super().__init__((host, port), _Handler, what="gateway", api_key=api_key, allow_remote=allow_remote,
                          limits=ServerLimits(max_body_bytes=self.gateway_limits.max_body_bytes))
         self.policy, self.model_name, self.sampling, self.envs = policy, model_name, sampling, envs
         self.on_finish, self.seed, self.version = on_finish, seed, 0
-        self.lock = threading.Lock()  # one policy call at a time
+        self.lock = threading.Lock()  # prompts built and calls recorded one at a time (the tokenizer is shared)
+        self.batcher = Batcher(policy, max_batch=max_batch)  # sampling: one call at a time, or batched
         self.sessions: dict[str, Session] = {}
         self._state = threading.Condition()
         self._work: deque[dict[str, Any]] | None = None  # a training gateway's assignments; None: open sessions freely
@@ -216,13 +220,14 @@ class GatewayServer(HardenedHTTPServer):
         else:
             text_or_ids, want_logprobs = wire.completion_request(request)
         sampling = self._sampling(request, session)
-        with self.lock:
+        with self.lock:  # the tokenizer, one thread at a time; the session itself is this call's (Session.begin)
             if kind == "chat":
                 prompt = session.chat_prompt(self.policy, messages, raw, tools)
             else:
                 prompt = session.completion_prompt(self.policy, text_or_ids)
             self._check_context(len(prompt.ids), sampling.max_new_tokens)
-            completion = self._generate(prompt.ids, sampling)
+        completion = self._generate(prompt.ids, sampling)
+        with self.lock:
             message, finish = wire.assistant_message(completion.text, tools) if kind == "chat" else (None, None)
             session.record(self.policy, prompt, completion, returned=message, wire=raw if kind == "chat" else None,
                            version=self.version)
@@ -256,8 +261,10 @@ class GatewayServer(HardenedHTTPServer):
                                         "(a new segment starts from whatever you send)", "context_length_exceeded")
 
     def _generate(self, ids: list[int], sampling: SamplingConfig) -> Completion:
+        if self.batcher.policy is not self.policy:  # the trainer swapped the sampling policy (a new vLLM engine)
+            self.batcher.policy = self.policy
         try:
-            return self.policy.generate([ids], sampling=sampling)[0]
+            return self.batcher.generate(ids, sampling)
         except Exception as e:  # the policy itself failed: our machinery, a 500 that says what broke
             raise HTTPRequestError(500, f"the policy failed: {type(e).__name__}: {e}", "server_error") from e
 

@@ -59,7 +59,8 @@ class GatewaySource:
         sampling = SamplingConfig(temperature=r.temperature, top_p=r.top_p, max_new_tokens=r.max_new_tokens)
         envs = EnvDriver(trainer.train_spec, invalid_penalty=r.invalid_penalty) if g.env_driven else None
         self.server = GatewayServer(trainer.sampling_policy(), model_name=g.model_name, host=g.host, port=g.port,
-                                    limits=limits, sampling=sampling, envs=envs, on_finish=self._finished, seed=c.seed)
+                                    limits=limits, sampling=sampling, envs=envs, on_finish=self._finished, seed=c.seed,
+                                    max_batch=g.max_batch)
         probe = trainer.train_spec.make()
         try:
             self._task_list = has_task_list(probe)
