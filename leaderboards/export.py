@@ -332,6 +332,8 @@ def export(source: Source, out_dir: str | Path, formats: Sequence[str] = ("jsonl
     unknown = sorted(set(formats) - set(FORMATS))
     if unknown:
         raise ExportError(f"unknown export format {', '.join(unknown)}; expected some of {', '.join(FORMATS)}")
+    if "parquet" in formats or "hf" in formats:
+        _require_datasets()
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise ExportError(f"--out {out_dir} is a file; an export writes a directory")
@@ -343,3 +345,12 @@ def export(source: Source, out_dir: str | Path, formats: Sequence[str] = ("jsonl
         if "hf" in formats:
             written.append(write_hf(parquet, out_dir / HF_DIR))
     return written
+
+
+def _require_datasets() -> None:
+    try:
+        import datasets  # noqa: F401
+        import pyarrow  # noqa: F401
+    except ImportError:
+        raise ExportError("the parquet and hf formats need pyarrow and datasets: pip install 'agentgym[export]' "
+                          "(or export jsonl only)") from None
