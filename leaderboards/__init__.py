@@ -14,8 +14,11 @@ The tree is the architecture:
   ``store.py`` — the SQLite results store; ``records.py`` — the plain data between them.
 * ``stats.py``, ``report.py``, ``plots.py``, ``html.py``, ``publish.py`` — intervals, pass@k, tables, plots, pages.
 * ``viewer.py``, ``templates/``, ``viewer_server.py`` — the episode viewer: stored episodes turn by turn on one
-  static page, or served on loopback (``agentgym view``).
-* ``cli/`` — ``agentgym bench``, ``agentgym leaderboard`` and ``agentgym view``.
+  static page, or served on loopback (``agentgym view``); ``episodes_view.py`` — stored episodes as turns, starts
+  replayed from their seeds (the viewer's and the exporter's one reader).
+* ``export.py``, ``export_sources.py`` — trajectory datasets: episodes (stored, played by a policy, training
+  rollouts) as chat-format JSONL, Parquet and ``datasets``, deterministic and resumable (``agentgym export``).
+* ``cli/`` — ``agentgym bench``, ``agentgym leaderboard``, ``agentgym view`` and ``agentgym export``.
 
 >>> from leaderboards import load_suite
 >>> load_suite("smoke").name
