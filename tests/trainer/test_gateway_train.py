@@ -4,9 +4,11 @@ started by the trainer as a subprocess) trains the tiny policy 3 steps through t
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 from trainer.config import load_config
+from trainer.errors import TrainerError
 from trainer.loop import Trainer, fit
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "gateway_react.py"
@@ -44,3 +46,24 @@ def test_an_env_driven_gateway_trains_on_the_envs_rewards(tmp_path, tiny_overrid
                                       "rollout.invalid_penalty=0.5"], 1)
     assert records[0]["infra_errors"] == 0 and records[0]["logprob_gap_max"] < 1e-4
     assert records[0]["reward"] < 0  # the tiny model's random replies are invalid actions: the env's penalty, per turn
+
+
+def _trainer(tmp_path, overrides):
+    return Trainer(load_config(None, [*overrides, "steps=1", "env.max_turns=2", "rollout.tasks_per_step=2",
+                                      "rollout.group_size=2", "rollout.max_new_tokens=6", "bc.episodes=0",
+                                      "eval.every=0", "checkpoint_every=0", "rollout.source=gateway", f"out_dir={tmp_path}"]))
+
+
+def test_a_step_without_sessions_counts_its_rollouts_lost_and_a_dead_harness_stops_training(tmp_path, tiny_overrides):
+    trainer = _trainer(tmp_path / "a", [*tiny_overrides, "gateway.step_timeout_s=0.5"])  # no harness: nobody comes
+    try:
+        record = trainer.train_step()
+    finally:
+        trainer.close()
+    assert record["infra_errors"] == 4 and record["groups_kept"] == 0
+    trainer = _trainer(tmp_path / "b", [*tiny_overrides, f"gateway.harness={sys.executable} -c 'raise SystemExit(3)'"])
+    try:
+        with pytest.raises(TrainerError, match="exited with code 3"):
+            trainer.train_step()
+    finally:
+        trainer.close()
