@@ -75,6 +75,9 @@ class EnvSource:
     """``episodes`` episodes of ``env_id`` played by ``policy`` (a SPEC): task ``t`` resets with ``seed + t``
     (and ``task_index = t`` on envs with a task list), one episode per task, as a one-entry suite would."""
 
+    #: Tries per episode when the env or the policy's endpoint fails (as ``agentgym bench --max-attempts``).
+    MAX_ATTEMPTS = 3
+
     def __init__(self, env_id: str, policy: str, *, episodes: int = 5, seed: int = 0, protocol: str = "react",
                  max_steps: int | None = None, kwargs: dict[str, Any] | None = None,
                  sampling: dict[str, Any] | None = None):
@@ -101,9 +104,26 @@ class EnvSource:
         for i in range(skip, self.entry.episodes):
             if self._policy is None:  # built only when something is left to play
                 self._policy, self._env = self.spec.build(), make_env(self.entry)
-            episode = play_episode(self.entry, i, self._env, self._policy, SamplingConfig(**self.sampling))
+            episode = self._play(i, lambda: play_episode(self.entry, i, self._env, self._policy,
+                                                         SamplingConfig(**self.sampling)))
             yield episode_record(id=ids[i], source="env", policy=self.spec.text, entry=self.entry, episode=episode,
                                  start=self._replayer.start(self.entry, i), meta={"sampling": self.sampling})
+
+    def _play(self, index: int, play: Any) -> Any:
+        """``play()``, retried on infrastructure failures as the runner does; a failure that stays is an
+        :class:`ExportError` (the episodes written so far stay in the ``.part`` file for a rerun)."""
+        from .episode import InfraFailed
+
+        for attempt in range(1, self.MAX_ATTEMPTS + 1):
+            try:
+                return play()
+            except InfraFailed as e:
+                if attempt == self.MAX_ATTEMPTS:
+                    raise ExportError(f"episode {index} of {self.entry.key} failed {attempt} times for infrastructure "
+                                      f"reasons ({e}); the episodes before it are kept: rerun to resume") from e
+            except Exception as e:  # the policy's own error (a wrong model name...): it will not fix itself
+                raise ExportError(f"episode {index} of {self.entry.key}: {self.spec.text} failed "
+                                  f"({type(e).__name__}: {str(e)[:300]}); the episodes before it are kept") from e
 
     def close(self) -> None:
         self._replayer.close()

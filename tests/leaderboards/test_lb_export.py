@@ -267,3 +267,27 @@ def test_an_export_reads_the_store_as_it_was_when_opened(tmp_path):
     later = StoreSource(tmp_path / "r.sqlite")
     assert len(later.ids()) == 2
     later.close()
+
+
+def test_env_source_retries_infrastructure_failures_then_stops_with_a_message():
+    from leaderboards.episode import InfraFailed
+
+    source = EnvSource("agentgym/Maze-Easy-v0", "expert", episodes=1)
+    calls = []
+
+    def flaky():
+        calls.append(1)
+        if len(calls) < 3:
+            raise InfraFailed("policy", "EndpointError: connection refused")
+        return "played"
+
+    assert source._play(0, flaky) == "played" and len(calls) == 3
+
+    def down():
+        raise InfraFailed("env", "the browser died")
+
+    with pytest.raises(ExportError, match="failed 3 times for infrastructure reasons .*rerun to resume"):
+        source._play(0, down)
+    with pytest.raises(ExportError, match="expert failed \\(KeyError"):
+        source._play(0, lambda: {}["missing"])
+    source.close()
