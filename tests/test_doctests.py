@@ -4,8 +4,8 @@ The modules are found by walking the package folders for ``.py`` files that cont
 example joins this test by being written; nothing has to be listed. Walking files rather than importing
 packages keeps collection free of import side effects. A module that imports ``vllm`` at module level is
 marked ``vllm``: it runs in ``.venv-vllm`` (``scripts/test_vllm.sh``) and is deselected where vllm is not
-installed (``tests/conftest.py``). A module whose examples are all ``+SKIP`` fails here (nothing attempted):
-an example that cannot run belongs in a test instead.
+installed (``tests/conftest.py``); likewise ``verifiers`` and ``openenv`` (``scripts/test_interop.sh``). A module
+whose examples are all ``+SKIP`` fails here (nothing attempted): an example that cannot run belongs in a test instead.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("agentgym_envs", "trainer", "leaderboards", "sandboxes", "meta_envs")
 _IMPORTS_VLLM = re.compile(r"^(import vllm|from vllm[ .])", re.MULTILINE)
+# Modules importing these at module level run in the package's own virtualenv (scripts/test_interop.sh).
+_OWN_VENV = {name: re.compile(rf"^(import {name}|from {name}[ .])", re.MULTILINE) for name in ("verifiers", "openenv")}
 
 
 def _module_name(path: Path) -> str:
@@ -36,6 +38,7 @@ def _modules_with_examples() -> list:
             if ">>>" not in source:
                 continue
             marks = [pytest.mark.vllm] if _IMPORTS_VLLM.search(source) else []
+            marks += [getattr(pytest.mark, name) for name, imports in _OWN_VENV.items() if imports.search(source)]
             params.append(pytest.param(_module_name(path), marks=marks, id=_module_name(path)))
     return params
 
