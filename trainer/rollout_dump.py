@@ -39,7 +39,7 @@ def dump_path(out_dir: str | Path, step: int) -> Path:
 def dump_line(trajectory: Trajectory, *, step: int, index: int, spec: PlaySpec, run: str) -> dict[str, Any]:
     """One episode's dump record (see the module docstring)."""
     chat = list(trajectory.chat or [])
-    tools = chat_tools(trajectory.chat) if trajectory.chat is not None else None
+    tools = chat_tools(trajectory.chat or [])
     return {"dump_version": DUMP_VERSION, "run": run, "step": step, "index": index, "env_id": spec.env_id,
             "kwargs": spec.kwargs, "protocol": spec.protocol, "task_index": trajectory.task_index,
             "reset_seed": trajectory.reset_seed, "group": trajectory.group, "messages": [dict(m) for m in chat],
@@ -49,12 +49,13 @@ def dump_line(trajectory: Trajectory, *, step: int, index: int, spec: PlaySpec, 
 
 
 def dump_rollouts(out_dir: str | Path, step: int, trajectories: Sequence[Trajectory], spec: PlaySpec) -> Path:
-    """Write step ``step``'s trajectories (all of them, infra errors included: the export filters) atomically."""
+    """Write step ``step``'s trajectories atomically: infra errors included (the export leaves them out), those
+    without a chat left out (``rollout.source=gateway``: the external harness holds the chat)."""
     path = dump_path(out_dir, step)
     path.parent.mkdir(parents=True, exist_ok=True)
     run = Path(out_dir).name
     lines = [json.dumps(dump_line(t, step=step, index=i, spec=spec, run=run), sort_keys=True, allow_nan=True) + "\n"
-             for i, t in enumerate(trajectories)]
+             for i, t in enumerate(trajectories) if t.chat is not None]
     tmp = path.with_name(path.name + ".part")
     tmp.write_text("".join(lines), encoding="ascii")  # json's default ensure_ascii: any reply text survives
     os.replace(tmp, path)
