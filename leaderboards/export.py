@@ -14,7 +14,7 @@ One record per episode (``format: agentgym.trajectory/1``)::
     rewards     the env reward of each turn (one per assistant message)
     turns       per turn: ``action`` (native action or ``None``), ``action_valid``, ``parse_error``,
                 ``reply`` (the raw reply when a call moved it out of ``content``, else ``None``)
-    outcome     ``won``, ``score``, ``return``, ``steps``, ``terminated``, ``truncated``
+    outcome     ``won``, ``score`` (``None`` for training rollouts), ``return``, ``steps``, ``terminated``, ``truncated``
     meta        where it came from (run, suite, entry, episode index, training step, ...)
 
 Files are deterministic: the same inputs give byte-identical files. JSONL lines are ``json.dumps`` with sorted
