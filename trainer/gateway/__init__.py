@@ -9,9 +9,17 @@ steps itself (:mod:`.envs`), and turns finished sessions into the trainer's traj
 ``agentgym train rollout.source=gateway`` trains from them (:mod:`.source`); ``agentgym gateway`` serves one.
 """
 
-from .assemble import check_session, logprob_gap, to_trajectory
-from .server import GatewayLimits, GatewayServer
-from .sessions import Segment, Session, SessionError, fingerprint
+from importlib import import_module
+from typing import Any
 
-__all__ = ["GatewayLimits", "GatewayServer", "Segment", "Session", "SessionError", "check_session", "fingerprint",
-           "logprob_gap", "to_trajectory"]
+#: name -> submodule; imported on first use, so ``trainer.config`` (which needs only ``.config``) stays light.
+_EXPORTS = {"check_session": "assemble", "logprob_gap": "assemble", "to_trajectory": "assemble",
+            "GatewayLimits": "server", "GatewayServer": "server",
+            "Segment": "sessions", "Session": "sessions", "SessionError": "sessions", "fingerprint": "sessions"}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'trainer.gateway' has no attribute {name!r}")
+    return getattr(import_module(f".{_EXPORTS[name]}", __name__), name)
