@@ -17,7 +17,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .chat_template import CHAT_TEMPLATE, END, PAD, render_chat
+from .chat_template import CHAT_TEMPLATE, END, PAD, RESPONSE_TEMPLATE, render_chat
 from .model import TinyModelConfig, build_tiny_model
 
 __all__ = ["TinyConfig", "TinyModelConfig", "build_tiny", "default_cache_dir", "render_chat", "CHAT_TEMPLATE"]
@@ -62,6 +62,7 @@ def build_tiny(config: TinyConfig = TinyConfig(), cache_dir: str | Path | None =
         _build_into(config, path)
     tokenizer = load_tokenizer(path)
     tokenizer.chat_template = CHAT_TEMPLATE  # code, not a build artifact: a cache built before a change renders as now
+    tokenizer.response_template = RESPONSE_TEMPLATE  # parses tool calls back (tokenizer.parse_response, TRL)
     return AutoModelForCausalLM.from_pretrained(str(path), attn_implementation="sdpa"), tokenizer
 
 

@@ -11,6 +11,13 @@ message); a ``tool`` message renders as ``<|tool|>\\n{result}<|end|>\\n`` like a
 a tool by writing ``<tool_call>{json}</tool_call>`` as its reply. Without tools nothing changes, so the
 tiny tokenizer, its corpus and every run on plain protocols are as before (no new special token).
 
+Structured tool calls (an assistant message with ``tool_calls``, as TRL's ``GRPOTrainer`` and OpenAI-style
+chats carry them) render as the text the model writes for them: the content, then each call as
+``<tool_call>\n{"name": …, "arguments": …}\n</tool_call>``, newline-separated, as
+:func:`trainer.backends.openai_http.tool_calls_text` writes them. :data:`RESPONSE_TEMPLATE` is the
+transformers ``response_template`` that parses such a reply back into ``content`` and ``tool_calls``
+(``tokenizer.parse_response``); with both, TRL recognises the template as tool-capable.
+
 >>> render_chat([{"role": "user", "content": "hi"}], add_generation_prompt=True)
 '<|user|>\\nhi<|end|>\\n<|assistant|>\\n'
 >>> tools = [{"type": "function", "function": {"name": "go"}}]
@@ -44,9 +51,25 @@ CHAT_TEMPLATE = (
     "{% if tools %}{{ '<|system|>\\n' }}{% if system_has_tools %}{{ messages[0]['content'] + '\\n\\n' }}{% endif %}"
     "{{ 'Tools:' }}{% for t in tools %}{{ '\\n' + (t | tojson) }}{% endfor %}{{ '<|end|>\\n' }}{% endif %}"
     "{% for m in messages %}{% if not (loop.first and system_has_tools) %}"
-    "{{ '<|' + m['role'] + '|>\\n' + m['content'] + '<|end|>\\n' }}{% endif %}{% endfor %}"
+    "{{ '<|' + m['role'] + '|>\\n' + (m['content'] or '') }}{% if m['tool_calls'] %}"
+    "{% for c in m['tool_calls'] %}{% set f = c['function'] if c['function'] is defined else c %}"
+    "{{ '\\n' if (m['content'] or not loop.first) else '' }}{{ '<tool_call>\\n{\"name\": ' + (f['name'] | tojson) }}"
+    "{{ ', \"arguments\": ' + (f['arguments'] if f['arguments'] is string else (f['arguments'] | tojson)) + '}' }}"
+    "{{ '\\n</tool_call>' }}{% endfor %}{% endif %}{{ '<|end|>\\n' }}{% endif %}{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|assistant|>\\n' }}{% endif %}"
 )
+
+#: transformers' ``response_template``: a reply after ``<|assistant|>\n`` is ``<tool_call>`` JSON blocks (each
+#: ``{"name", "arguments"}``, parsed into OpenAI-style ``tool_calls``) and text content, up to ``<|end|>``.
+RESPONSE_TEMPLATE: dict[str, Any] = {
+    "defaults": {"role": "assistant"},
+    "start_anchor": ASSISTANT + "\n",
+    "fields": {
+        "tool_calls": {"open": "<tool_call>", "close_pattern": r"</tool_call>\s*", "repeats": True, "content": "json",
+                       "transform": {"type": "function", "function": "{content}"}},
+        "content": {"close_pattern": r"<\|end\|>\s*", "content": "text"},
+    },
+}
 
 
 @cache
