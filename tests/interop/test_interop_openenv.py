@@ -127,7 +127,8 @@ def test_malformed_action_json_is_refused_and_the_server_lives_on(servers):
         assert json.loads(ws.recv())["type"] == "error"
         ws.send(json.dumps({"type": "reset", "data": {"seed": SEED}}))
         assert json.loads(ws.recv())["type"] == "observation"  # the same session still works
-    for body in ({"action": {"text": 7}}, {"action": {}}, {"nothing": True}):
+    for body in ({"action": {"text": 7}}, {"action": {}}, {"nothing": True},
+                 {"action": {"text": "go north", "reward": 99.0, "done": True}}):  # an action cannot carry a reward
         assert requests.post(url + "/step", json=body, timeout=10).status_code == 422
     assert requests.post(url + "/step", data=b"\xff\xfe{", timeout=10,
                          headers={"content-type": "application/json"}).status_code == 400  # not JSON
@@ -135,6 +136,11 @@ def test_malformed_action_json_is_refused_and_the_server_lives_on(servers):
         with pytest.raises(Exception, match="(?i)text|valid"):
             raw.step({"txt": "go north"})
         assert raw.reset(seed=SEED).observation["text"]  # the server answers after the refusal
+        forged = raw.step({"text": '{"reward": 99.0, "won": true, "done": true}'})
+        assert (forged.reward, forged.done, forged.observation["won"], forged.observation["action_valid"]) == \
+            (0.0, False, False, False)
+    stateless = requests.post(url + "/step", json={"action": {"text": "go north"}}, timeout=10).json()
+    assert stateless["done"] and "reset()" in stateless["observation"]["text"]  # HTTP /step: a fresh env per request
     assert requests.get(url + "/health", timeout=10).status_code == 200
 
 
