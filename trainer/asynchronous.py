@@ -52,19 +52,17 @@ class WeightBoard:
     """The newest published weights: ``(version, model snapshot)``, swapped atomically under a lock."""
 
     def __init__(self, model: Any, version: int):
-        self._template = copy.deepcopy(model)
-        for p in self._template.parameters():
+        first = copy.deepcopy(model)
+        for p in first.parameters():
             p.requires_grad_(False)
             p.grad = None
-        self._template.eval()
         self._lock = threading.Lock()
-        self._latest: tuple[int, Any] = (version, self._template)
-        self.publish(model, version)
+        self._latest: tuple[int, Any] = (version, first.eval())
 
     def publish(self, model: Any, version: int) -> None:
         """Copy ``model``'s weights into a fresh snapshot and make it the newest (collectors keep the old one
-        until their next turn)."""
-        snapshot = copy.deepcopy(self._template)
+        until their next turn, then it is freed): at most one snapshot per collector plus the newest."""
+        snapshot = copy.deepcopy(self.latest()[1])  # grad-free and in eval mode already
         snapshot.load_state_dict(model.state_dict())
         with self._lock:
             self._latest = (version, snapshot)
@@ -197,7 +195,9 @@ class AsyncCollection:
 
     # ------------------------------------------------------------ the collectors' side
     def _start(self) -> None:
-        self.board = WeightBoard(self.trainer.model, self.trainer.step)
+        self.version = self.trainer.step  # a resumed run starts at its checkpoint's version
+        self.controller.resume_at(self.version)
+        self.board = WeightBoard(self.trainer.model, self.version)
         for k in range(self.config.threads):
             thread = threading.Thread(target=self._collector, name=f"async-collector-{k}", daemon=True)
             thread.start()

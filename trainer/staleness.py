@@ -105,6 +105,11 @@ class StalenessController:
     """Groups dropped for staleness so far."""
     buffer: list[Unit] = field(default_factory=list)
 
+    def resume_at(self, version: int) -> None:
+        """Start counting at ``version`` (a resumed run): its ``version`` batches count as accepted, so the
+        capacity left is the same S + 1 batches as at any version."""
+        self.accepted = version * self.batch_size
+
     def capacity(self, version: int) -> int:
         return (self.max_staleness + version + 1) * self.batch_size
 

@@ -30,12 +30,16 @@ events = st.lists(st.tuples(st.sampled_from(["start", "finish", "update"]), st.i
 
 
 @settings(max_examples=300, deadline=None)
-@given(batch=st.integers(1, 4), staleness=st.integers(0, 3), unit_of=st.integers(1, 4), script=events)
-def test_no_trained_group_is_ever_more_than_s_versions_old(batch, staleness, unit_of, script):
+@given(batch=st.integers(1, 4), staleness=st.integers(0, 3), unit_of=st.integers(1, 4), resumed=st.integers(0, 5),
+       script=events)
+def test_no_trained_group_is_ever_more_than_s_versions_old(batch, staleness, unit_of, resumed, script):
     """Random interleavings of collection starts, out-of-order finishes (a unit's oldest token anywhere
-    between its start version and now: episodes straddling versions) and updates."""
+    between its start version and now: episodes straddling versions) and updates, from a fresh run or one
+    resumed at version ``resumed``."""
     size = min(unit_of, batch)
-    c, version, in_flight, started, trained, index = StalenessController(batch, staleness), 0, [], 0, 0, 0
+    c, version, in_flight, started, index = StalenessController(batch, staleness), resumed, [], 0, 0
+    c.resume_at(resumed)
+    trained = resumed * batch
     for kind, pick, delay in script:
         if kind == "start" and c.try_start(size, version):
             in_flight.append((index, version))
@@ -50,7 +54,7 @@ def test_no_trained_group_is_ever_more_than_s_versions_old(batch, staleness, uni
                 trained, version = trained + size, version + 1
         assert c.in_flight + c.accepted <= c.capacity(version)
         assert c.in_flight == size * len(in_flight)
-        assert started == c.in_flight + c.accepted + c.dropped  # nothing lost: every group is somewhere, or counted
+        assert started + resumed * batch == c.in_flight + c.accepted + c.dropped  # nothing lost, or else counted
         assert c.accepted == trained + sum(u.size for u in c.buffer)
 
 
@@ -207,8 +211,9 @@ def test_killed_async_run_resumes_from_its_oldest_untrained_unit(tmp_path, tiny_
     assert unit >= 2  # units 0 and 1 were trained; the checkpoint names the oldest untrained one
     resumed = Trainer(load_config(None, config))
     seen = _capture_batches(resumed)
-    fit(resumed, echo=None)
+    after = fit(resumed, echo=None)
     resumed.close()
+    assert [r["step"] for r in after] == [3, 4] and all(0 <= r["async_staleness_max"] <= 1 for r in after)
     assert [r["step"] for r in read_jsonl(tmp_path / "metrics.jsonl")] == [1, 2, 3, 4]
     # the first batch after the resume is that unit's: the tasks of its draw, none skipped or repeated
     draws = TaskSampler(resumed.sampler.num_tasks, resumed.config.seed)
