@@ -277,3 +277,29 @@ def test_trl_trains_on_search(tiny, tmp_path):
     pool = trainer._environment_pool[None]
     assert any(e.info.get("metrics", {}).get("answered") for e in pool)  # the answer tool ended an episode
     assert any(h["rewards/Search1HopV0/mean"] > 0 for h in logs)  # well-formed answers earn the format term
+
+
+# ----------------------------------------------------------------- the tiny policy's templates
+def test_tiny_template_passes_trls_tool_checks_and_round_trips_calls(tiny):
+    from trl.chat_template_utils import is_chat_template_prefix_preserving, parse_response, supports_tool_calling
+
+    from trainer.backends.openai_http import tool_calls_text
+
+    tokenizer = tiny[1]
+    assert supports_tool_calling(tokenizer) and is_chat_template_prefix_preserving(tokenizer)
+    calls = [{"type": "function", "function": {"name": "guess", "arguments": {"number": 7}}},
+             {"type": "function", "function": {"name": "give_up", "arguments": {}}}]
+    chat = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "Bisect.", "tool_calls": calls}]
+    rendered = tokenizer.apply_chat_template(chat, tokenize=False)
+    assert rendered.endswith("<|assistant|>\nBisect.\n" + tool_calls_text(calls) + "<|end|>\n")  # one text form
+    prompt = tokenizer.apply_chat_template(chat[:1], add_generation_prompt=True, tokenize=True, return_dict=False)
+    reply = tokenizer.encode("Bisect.\n" + tool_calls_text(calls) + "<|end|>", add_special_tokens=False)
+    assert parse_response(tokenizer, reply, prefix=prompt) == {"role": "assistant", "content": "Bisect.",
+                                                               "tool_calls": calls}
+
+
+def test_tiny_template_renders_chats_without_tool_calls_as_before(tiny):
+    chat = [{"role": "system", "content": "S"}, {"role": "user", "content": "look"},
+            {"role": "assistant", "content": "go north"}, {"role": "tool", "content": "ok"}]
+    expected = "<|system|>\nS<|end|>\n<|user|>\nlook<|end|>\n<|assistant|>\ngo north<|end|>\n<|tool|>\nok<|end|>\n"
+    assert tiny[1].apply_chat_template(chat, tokenize=False, add_generation_prompt=True) == expected + "<|assistant|>\n"
