@@ -17,7 +17,8 @@ model's replies name with the parsed JSON arguments, and scores the rollout with
 Bad model input never raises into TRL's rollout: wrong types, unknown or missing arguments, huge strings
 and calls after the episode ended come back as observations that say what was wrong (the env's own
 invalid-action text). ``get_reward()`` is the episode's return (the sum of the env's rewards), or ``None``
-when the env's own machinery failed (``info["infra_error"]``), which TRL ignores rather than scores.
+when the env's own machinery failed (``info["infra_error"]``): TRL leaves such a rollout out of its group's
+baseline and gives it no advantage, rather than scoring our failure as the model's.
 :func:`dataset_rows` / :func:`make_dataset` build the rows (``prompt`` with the env's system prompt,
 ``seed``, ``task_index``) that ``reset`` reads. Usage (docs/trainer.md, "Using agentgym envs from TRL")::
 
