@@ -10,7 +10,8 @@ Nothing the env wrote is executed: the function is a closure over ``(*args, **kw
 fields (names must be plain identifiers; descriptions are flattened to one line and cleared of the words a
 docstring parser treats as section headers). Because the real parameters are ``*args, **kwargs``, a
 model's wrong or unknown arguments never raise a Python ``TypeError``: the call is forwarded as
-``self._call_tool(name, args, kwargs)`` and the env answers it with an invalid-action observation.
+``self._call_tool(name, args, kwargs)`` and the env answers it with an invalid-action observation (the
+instance is taken positional-only, so even an argument named ``self`` arrives as data).
 
 >>> schema = {"type": "function", "function": {"name": "guess", "description": "Guess the number.",
 ...           "parameters": {"type": "object", "properties": {"number": {"type": "integer",
@@ -126,8 +127,8 @@ def build_tool_method(schema: Any) -> Callable[..., str]:
                               f"got {name!r}; TRL would not expose it as a tool")
     params = _parameters(function, name)
 
-    def method(self: Any, *args: Any, **kwargs: Any) -> str:
-        return self._call_tool(name, args, kwargs)
+    def method(instance: Any, /, *args: Any, **kwargs: Any) -> str:  # positional-only: a "self" argument is data
+        return instance._call_tool(name, args, kwargs)
 
     signature = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
     signature += [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=hint,

@@ -124,7 +124,11 @@ class AgentGymTRLEnv:
             arguments[param] = value
         if len(args) > len(names):
             return f"Invalid call to {name}: expected at most {len(names)} arguments, got {len(args)}."
-        return self._step(json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False, default=repr))
+        try:
+            call = json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False, default=repr)
+        except (RecursionError, ValueError):  # nesting past the encoder's depth, circular structures
+            return f"Invalid call to {name}: the arguments nest too deeply to encode; send flat values."
+        return self._step(call)
 
     def _step(self, action: Any) -> str:
         if not self._started:

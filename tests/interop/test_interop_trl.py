@@ -128,6 +128,7 @@ def guess_env():
     (lambda e: e.guess(), "missing a required argument"),
     (lambda e: e.guess(number="9" * 200_000), "characters long"),
     (lambda e: e.give_up(now=True), "Invalid call to give_up"),
+    (lambda e: e.guess(**{"self": 1, "number": 2}), "Invalid call to guess"),  # "self" is an argument like any
 ])
 def test_bad_arguments_come_back_as_observations(guess_env, call, expected):
     observation = call(guess_env)  # the env's own invalid-action answer: the turn counts, the episode goes on
@@ -136,10 +137,18 @@ def test_bad_arguments_come_back_as_observations(guess_env, call, expected):
     assert guess_env.steps == 1
 
 
+def _nested(depth):
+    value = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
 @pytest.mark.parametrize("call, expected", [(lambda e: e.guess(3, number=3), "given twice"),
-                                            (lambda e: e.guess(1, 2, 3), "at most 1 arguments")])
-def test_python_only_misuse_is_answered_without_a_turn(guess_env, call, expected):
-    assert expected in call(guess_env) and guess_env.steps == 0  # TRL passes keywords only; a direct caller can't
+                                            (lambda e: e.guess(1, 2, 3), "at most 1 arguments"),
+                                            (lambda e: e.guess(number=_nested(5000)), "nest too deeply")])
+def test_misuse_the_env_cannot_see_is_answered_without_a_turn(guess_env, call, expected):
+    assert expected in call(guess_env) and guess_env.steps == 0
 
 
 def test_act_tool_bad_input_and_calls_after_the_end():
