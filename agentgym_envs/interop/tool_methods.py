@@ -86,8 +86,8 @@ def _parameters(function: dict[str, Any], tool: str) -> list[tuple[str, Any, dic
     properties = _or(spec.get("properties"), {}) if isinstance(spec, dict) else None
     required = _or(spec.get("required"), []) if isinstance(spec, dict) else None
     if not isinstance(properties, dict) or not isinstance(required, list):
-        raise ToolSchemaError(f"expected tool {tool!r} to have parameters {{'properties': {{...}}, 'required': [...]}}, "
-                              f"got {spec!r:.120}")
+        raise ToolSchemaError(f"expected tool {tool!r} to have parameters {{'properties': {{...}}, "
+                              f"'required': [...]}}, got {spec!r:.120}")
     params = []
     for name, prop in properties.items():
         check_identifier(name, f"a parameter name of tool {tool!r}")

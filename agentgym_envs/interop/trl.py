@@ -86,7 +86,7 @@ class AgentGymTRLEnv:
         return observation
 
     def get_reward(self) -> float | None:
-        """The episode's return so far; ``None`` (ignored by TRL) when the env's infrastructure failed."""
+        """The episode's return so far; ``None`` (not scored by TRL) when the env's infrastructure failed."""
         return None if self._info.get("infra_error") else self._return
 
     @property
