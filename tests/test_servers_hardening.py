@@ -429,3 +429,28 @@ def test_only_our_own_failures_are_500(makers) -> None:
         assert status == 500 and b"the policy failed: RuntimeError: the accelerator fell over" in body
     finally:
         server.close()
+
+
+def test_a_reply_with_a_lone_surrogate_is_answered_not_a_500() -> None:
+    """A policy's reply can hold a lone surrogate (decoded from an endpoint's JSON); it has no UTF-8 form. The
+    server answered with an exception (the client saw an infrastructure failure); now the body is ASCII JSON
+    whose escapes decode back to the same reply, and ordinary non-ASCII text stays UTF-8."""
+    import http.client
+
+    from agentgym_envs.core.httpd.handler import json_bytes
+
+    assert json_bytes({"t": "é"}) == '{"t": "é"}'.encode()
+    reply = "go \ud800north"
+    server = PolicyServer(ScriptedReplyPolicy([reply]), model_name="tiny")
+    server.start()
+    try:
+        conn = http.client.HTTPConnection(*server.server_address[:2], timeout=10)
+        conn.request("POST", "/v1/chat/completions", json.dumps(CHAT), {"Content-Type": "application/json"})
+        response = conn.getresponse()
+        body = response.read()
+        conn.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert response.status == 200, body
+    assert json.loads(body)["choices"][0]["message"]["content"] == reply

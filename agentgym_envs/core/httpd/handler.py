@@ -197,7 +197,7 @@ class HardenedHandler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     def send_json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
-        self.send_bytes(status, "application/json", json.dumps(payload, ensure_ascii=False).encode("utf-8"), headers)
+        self.send_bytes(status, "application/json", json_bytes(payload), headers)
 
     def send_error_reply(self, status: int, message: str, code: str, headers: dict[str, str] | None = None) -> None:
         content_type, body = self.error_body(status, message, code)
@@ -227,3 +227,14 @@ class HardenedHandler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (http.server's signature)
         log.debug("%s: %s", self.server.what, format % args)
+
+
+def json_bytes(payload: Any) -> bytes:
+    """``payload`` as UTF-8 JSON. A string holding a lone surrogate (a model's reply decoded from an endpoint's
+    JSON can) has no UTF-8 form: then the whole body is ASCII JSON with ``\\uXXXX`` escapes, which decodes back
+    to the same string, instead of an exception that turns the client's request into an infrastructure failure."""
+    text = json.dumps(payload, ensure_ascii=False)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(payload).encode("ascii")
