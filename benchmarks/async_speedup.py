@@ -6,7 +6,7 @@ browser), so collection, not the update, is what a step waits for. Each seed tra
 updates on batches of the same shape, synchronously and with ``asynchronous.enabled`` (S = ``--staleness``,
 S + 1 collector threads), then evaluates greedily on held-out mazes.
 
-    .venv/bin/python benchmarks/async_speedup.py [--seeds 0 1 2] [--steps 8] [--latency 0.5] [--staleness 2]
+    .venv/bin/python benchmarks/async_speedup.py [--seeds 0 1 2] [--steps 8] [--latency 0.5] [--staleness 1]
 
 Prints, per mode: seconds per update (RL steps only: collection waits included, the warm-up and evaluation
 not), trained tokens per second, env steps per second, mean staleness, dropped groups and final held-out
@@ -31,7 +31,7 @@ SETTING = [
     "env.env_id=agentgym/Maze-Easy-v0", "env.train_kwargs={size: 3}", "env.eval_kwargs={size: 3}", "env.max_turns=8",
     "env.system_prompt=''", "bc.episodes=64", "bc.epochs=8", "bc.batch_size=8", "bc.lr=0.003",
     "rollout.tasks_per_step=2", "rollout.group_size=4", "rollout.max_new_tokens=6", "algorithm.estimator=gigpo_mean",
-    "optim.lr=0.0005", "eval.num_tasks=32", "eval.temperature=0", "checkpoint_every=0", "progress=false",
+    "optim.lr=0.0005", "eval.num_tasks=48", "eval.temperature=0", "checkpoint_every=0", "progress=false",
     "policy.tiny.corpus_episodes=40",
 ]
 
@@ -43,16 +43,17 @@ def config(args: argparse.Namespace, root: Path, seed: int, out: str, extra: lis
                                                  f"out_dir={root / out}"])
 
 
-def warm_up(args: argparse.Namespace, root: Path, seed: int) -> Path:
-    """The seed's behaviour-cloning warm-up, once, without latency (not measured): a step-0 checkpoint."""
+def warm_up(args: argparse.Namespace, root: Path, seed: int) -> float:
+    """The seed's behaviour-cloning warm-up, once, without latency (not measured): a step-0 checkpoint both
+    modes start from. Returns its held-out success (the RL runs' common start)."""
     from trainer.loop import Trainer, fit
 
     trainer = Trainer(config(args, root, seed, f"bc-{seed}", ["steps=0"]))
     try:
         fit(trainer, echo=None)
+        return trainer.evaluate()["eval_success"]
     finally:
         trainer.close()
-    return root / f"bc-{seed}"
 
 
 def run(mode: list[str], seed: int, args: argparse.Namespace, root: Path, tag: str) -> dict[str, float]:
@@ -82,7 +83,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--latency", type=float, default=0.5, help="seconds each env step sleeps")
-    parser.add_argument("--staleness", type=int, default=2, help="S of the async runs")
+    parser.add_argument("--staleness", type=int, default=1, help="S of the async runs")
     args = parser.parse_args()
     args.groups = 8  # tasks_per_step × group_size: episodes per update
     torch.set_num_threads(1)
@@ -91,13 +92,15 @@ def main() -> None:
                                                         f"asynchronous.max_staleness={args.staleness}"]}
     start = time.perf_counter()
     results: dict[str, list[dict[str, float]]] = {name: [] for name in modes}
+    start_success: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
         for seed in args.seeds:
-            warm_up(args, Path(tmp), seed)
+            start_success.append(warm_up(args, Path(tmp), seed))
             for name, mode in modes.items():
                 results[name].append(run(mode, seed, args, Path(tmp), name.split()[0]))
     print(f"rollout-bound setting: Maze-Easy 3x3, {args.latency} s per env step, {args.steps} updates of "
-          f"{args.groups} episodes, seeds {args.seeds}")
+          f"{args.groups} episodes, seeds {args.seeds}; warm-up start success {statistics.mean(start_success):.3f} "
+          f"{[round(s, 3) for s in start_success]}")
     for name, rows in results.items():
         mean = {k: statistics.mean(r[k] for r in rows) for k in rows[0]}
         print(f"{name:>10}: {mean['update_s']:.2f} s/update, {mean['tokens_per_s']:.0f} trained tokens/s "

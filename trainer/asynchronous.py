@@ -129,6 +129,7 @@ class AsyncCollection:
         self._threads: list[threading.Thread] = []
         self._stop = threading.Event()
         self._error: BaseException | None = None
+        self._dropped_reported = 0  # groups dropped up to the last batch's metrics
         self.board: WeightBoard | None = None
 
     # ------------------------------------------------------------ the trainer's side
@@ -141,19 +142,18 @@ class AsyncCollection:
             while True:
                 if self._error is not None:
                     raise self._error
-                dropped_before = self.controller.dropped
                 unit = self.controller.take(self.version)
                 self._forget_finished()
                 if unit is not None:
                     break
                 self.cond.wait(timeout=1.0)
             self.cond.notify_all()  # capacity may have freed (drops)
-            in_flight = self.controller.in_flight
+            in_flight, dropped = self.controller.in_flight, self.controller.dropped
+        dropped_now, self._dropped_reported = dropped - self._dropped_reported, dropped
         trajectories, stats = unit.payload
         return trajectories, {**rollout_metrics(trajectories, stats), **self._staleness_metrics(trajectories, unit),
                               "async_wait_s": time.perf_counter() - wait_start, "async_in_flight_groups": float(in_flight),
-                              "async_dropped_groups": float(self.controller.dropped),
-                              "async_dropped_now": float(self.controller.dropped - dropped_before)}
+                              "async_dropped_groups": float(dropped), "async_dropped_now": float(dropped_now)}
 
     def published(self) -> None:
         """The trainer made an update: publish its weights as version ``trainer.step``."""

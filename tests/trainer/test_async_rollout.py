@@ -223,6 +223,38 @@ def test_killed_async_run_resumes_from_its_oldest_untrained_unit(tmp_path, tiny_
     assert min(versions) >= 2  # everything trained after the resume was sampled by the resumed weights
 
 
+def test_sigkilled_async_run_resumes_from_its_last_checkpoint(tmp_path, tiny_overrides):
+    """A real kill: ``agentgym train`` with async collection in a child process, SIGKILLed mid-run while its
+    collectors are sampling; the resumed run goes on from the last checkpoint, every step logged once."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    run = tiny_overrides + RUN + ASYNC + ["asynchronous.max_staleness=1", "env.step_latency_s=0.05",
+                                          f"out_dir={tmp_path}"]
+    child = subprocess.Popen([sys.executable, "-m", "agentgym_envs.cli.main", "train", "-", *run, "steps=1000"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while latest_checkpoint(tmp_path) is None or load_checkpoint(latest_checkpoint(tmp_path))["step"] < 2:
+            assert child.poll() is None and time.monotonic() < deadline, "the child ended before its step-2 checkpoint"
+            time.sleep(0.2)
+    finally:
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+    killed_at = load_checkpoint(latest_checkpoint(tmp_path))["step"]
+    resumed = Trainer(load_config(None, run + [f"steps={killed_at + 2}"]))
+    seen = _capture_batches(resumed)
+    after = fit(resumed, echo=None)
+    resumed.close()
+    assert [r["step"] for r in after] == [killed_at + 1, killed_at + 2]
+    assert [r["step"] for r in read_jsonl(tmp_path / "metrics.jsonl")] == list(range(1, killed_at + 3))
+    assert min(v for batch in seen for t in batch for s in t.segments
+               for v, m in zip(s.token_versions, s.loss_mask) if m) >= killed_at
+
+
 def test_unsupported_settings_are_refused(tmp_path, tiny_overrides):
     with pytest.raises(ConfigError, match="tigpo"):
         Trainer(load_config(None, tiny_overrides + RUN + ASYNC + ["algorithm.estimator=tigpo", f"out_dir={tmp_path}"]))
