@@ -31,7 +31,7 @@ SETTING = [
     "env.env_id=agentgym/Maze-Easy-v0", "env.train_kwargs={size: 3}", "env.eval_kwargs={size: 3}", "env.max_turns=8",
     "env.system_prompt=''", "bc.episodes=64", "bc.epochs=8", "bc.batch_size=8", "bc.lr=0.003",
     "rollout.tasks_per_step=2", "rollout.group_size=4", "rollout.max_new_tokens=6", "algorithm.estimator=gigpo_mean",
-    "optim.lr=0.0005", "eval.num_tasks=48", "eval.temperature=0", "checkpoint_every=0", "progress=false",
+    "optim.lr=0.0002", "eval.num_tasks=48", "eval.temperature=0", "checkpoint_every=0", "progress=false",
     "policy.tiny.corpus_episodes=40",
 ]
 
