@@ -21,7 +21,7 @@ which version samples which turn depends on timing: such runs are not bit-reprod
 with that unit's index (:meth:`AsyncCollection.state_dict`): a resumed run collects every untrained unit again,
 with its own weights; nothing buffered is saved (it would be stale after a restart anyway).
 
-Limits: one process (no ``torchrun``), ``policy.backend: hf``, no TIGPO or dynamic sampling (they choose tasks
+Limits: one process (no ``torchrun``), ``policy.backend: hf``, ``rollout.source: envs``, no TIGPO or dynamic sampling (they choose tasks
 from the step's own groups). The objective for S > 0 is decoupled PPO (:func:`trainer.staleness.correction_of`).
 """
 
@@ -100,6 +100,8 @@ def check_supported(config: Any, world_size: int) -> None:
         (world_size == 1, f"expected one process, got a world of {world_size} (torchrun)"),
         (config.policy.backend == "hf", f"expected policy.backend=hf, got {config.policy.backend!r}"),
         (config.rollout.backend == "local", f"expected rollout.backend=local, got {config.rollout.backend!r}"),
+        (getattr(config.rollout, "source", "envs") == "envs",  # the gateway's harness plays its own sessions
+         f"expected rollout.source=envs, got {getattr(config.rollout, 'source', 'envs')!r}"),
         (alg.estimator != "tigpo", "algorithm.estimator=tigpo picks tasks from the step's own groups"),
         (alg.dynamic_sampling_tries == 1, "algorithm.dynamic_sampling_tries > 1 re-collects within a step"),
         (a.max_staleness == 0 or config.loss.rollout_correction in ("none", a.behaviour_weight),

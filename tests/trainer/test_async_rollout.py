@@ -258,6 +258,8 @@ def test_sigkilled_async_run_resumes_from_its_last_checkpoint(tmp_path, tiny_ove
 def test_unsupported_settings_are_refused(tmp_path, tiny_overrides):
     with pytest.raises(ConfigError, match="tigpo"):
         Trainer(load_config(None, tiny_overrides + RUN + ASYNC + ["algorithm.estimator=tigpo", f"out_dir={tmp_path}"]))
+    with pytest.raises(ConfigError, match="rollout.source=envs"):
+        Trainer(load_config(None, tiny_overrides + RUN + ASYNC + ["rollout.source=gateway", f"out_dir={tmp_path}"]))
     with pytest.raises(ConfigError, match="max_staleness"):
         load_config(None, ["asynchronous.max_staleness=-1"])
 
