@@ -7,6 +7,8 @@ into it (in place, no restart) before the next collection or evaluation after ev
 the BC warm-up, a resume (:meth:`Trainer.sampling_policy`). Every random draw derives from
 ``config.seed`` and the step (:mod:`trainer.seeding`), and a checkpoint carries everything else, so a
 killed run resumed from its last checkpoint reproduces the uninterrupted run bit for bit on CPU.
+With ``asynchronous.enabled`` collector threads sample while the trainer updates, under a staleness bound
+(:mod:`trainer.asynchronous`); a step then takes its batch from them instead of collecting.
 """
 
 from __future__ import annotations

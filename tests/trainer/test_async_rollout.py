@@ -123,7 +123,7 @@ def test_each_sampled_token_carries_the_version_that_sampled_it(tiny_model_and_t
 
 def test_async_batches_hold_tokens_at_most_s_versions_old(tmp_path, tiny_overrides):
     trainer = Trainer(load_config(None, tiny_overrides + RUN + ASYNC + [
-        "asynchronous.max_staleness=1", "env.step_latency_s=0.01", "steps=4", f"out_dir={tmp_path}"]))
+        "asynchronous.max_staleness=1", "env.step_latency_s=0.05", "steps=4", f"out_dir={tmp_path}"]))
     seen = _capture_batches(trainer)
     records = fit(trainer, echo=None)
     trainer.close()
