@@ -128,7 +128,7 @@ def load_suite(name_or_path: str | Path) -> Suite:
 
 def _read(name_or_path: str | Path) -> tuple[dict[str, Any], Path]:
     path = Path(name_or_path)
-    if not (path.suffix in (".yaml", ".yml") or path.exists()):
+    if not (path.suffix in (".yaml", ".yml") or path.is_file()):  # a folder named like a suite is not one
         path = SUITES_DIR / f"{name_or_path}.yaml"
         if not path.exists():
             close = difflib.get_close_matches(str(name_or_path), suite_names(), n=2)

@@ -64,3 +64,13 @@ def test_bad_suites_say_what_is_wrong(tmp_path, entries, extra, match):
 def test_unknown_suite_name_lists_the_shipped_ones():
     with pytest.raises(SuiteError, match="expected one of .*core.*smoke"):
         load_suite("cor")
+
+
+def test_a_folder_named_like_a_suite_does_not_shadow_it(tmp_path, monkeypatch):
+    """A checkout has an ``examples/`` folder and a shipped ``examples`` suite: run from the repo root, the name
+    was read as that folder ("Is a directory") and every suite including it failed to load."""
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "core").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert load_suite("examples").name == "examples"
+    assert load_suite("core").name == "core"
