@@ -23,7 +23,8 @@ from agentgym_envs.core.spaces import PAD, SAMPLE_CHARSET, TextTooLong, UnicodeT
 
 # Terminal-v0 is left out: forking after its sandbox pool started is the fork-safety item of issue 15 §6,
 # tested with the terminal env itself.
-NON_TERMINAL_IDS = sorted(k for k in gymnasium.registry if k.startswith("agentgym/") and "Terminal" not in k)
+SHIPPED = {e.id for e in agentgym_envs.registration.catalogue()}  # not ids other test modules register
+NON_TERMINAL_IDS = sorted(k for k in gymnasium.registry if k in SHIPPED and "Terminal" not in k)
 HOSTILE_TEXTS = ["", "a", "×÷ — “quoted” ☕ 中文", "\x00\x01\x1b[2J", "\ud800 lone \udfff", "\U0010ffff🤖", "x" * 64]
 
 
