@@ -92,8 +92,8 @@ class PolicyServer(HardenedHTTPServer):
 
     def complete(self, request: dict[str, Any]) -> dict[str, Any]:
         """The chat-completion response body for a request body (a 4xx :class:`HTTPRequestError` if invalid)."""
-        messages = Chat(_messages(request.get("messages")), tools=_tools(request.get("tools")))
-        sampling = _sampling(request, self.max_tokens_limit)
+        messages = Chat(request_messages(request.get("messages")), tools=request_tools(request.get("tools")))
+        sampling = request_sampling(request, self.max_tokens_limit)
         with self.lock:
             prompt_tokens = _prompt_tokens(self.policy, messages)
             _check_context(self.policy, prompt_tokens, sampling.max_new_tokens)
@@ -144,7 +144,8 @@ class _Handler(HardenedHandler):
             BaseHTTPRequestHandler.log_message(self, format, *args)
 
 
-def _messages(value: Any) -> list[Message]:
+def request_messages(value: Any) -> list[Message]:
+    """The request's ``messages``, checked (HTTP 400 naming the problem); the gateway checks its requests with these too."""
     if not isinstance(value, list) or not value:
         raise HTTPRequestError(400, "'messages' must be a non-empty list of {role, content} objects")
     if len(value) > MAX_MESSAGES:
@@ -163,7 +164,7 @@ def _messages(value: Any) -> list[Message]:
     return out
 
 
-def _tools(value: Any) -> list[dict[str, Any]] | None:
+def request_tools(value: Any) -> list[dict[str, Any]] | None:
     """The request's ``tools`` (OpenAI function schemas), passed to the policy with the chat."""
     if value is None:
         return None
@@ -193,7 +194,8 @@ def _number(request: dict[str, Any], name: str, default: float) -> float:
     return float(value)
 
 
-def _sampling(request: dict[str, Any], max_tokens_limit: int) -> SamplingConfig:
+def request_sampling(request: dict[str, Any], max_tokens_limit: int) -> SamplingConfig:
+    """The request's sampling fields as a :class:`SamplingConfig`, checked against this server's limits."""
     max_tokens = request.get("max_tokens") or request.get("max_completion_tokens") or DEFAULT_MAX_TOKENS
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or not 1 <= max_tokens <= max_tokens_limit:
         raise HTTPRequestError(400, f"'max_tokens' must be an int in 1..{max_tokens_limit} (this server's limit), "

@@ -20,7 +20,7 @@ from agentgym_envs.core.httpd import HTTPRequestError
 from agentgym_envs.policies import Completion, Message, SamplingConfig
 from agentgym_envs.protocols import ToolCalls
 
-from ..serve import _messages, _sampling, _tools
+from ..serve import request_messages, request_sampling, request_tools
 from .sessions import NONFINITE_LOGPROB
 
 MAX_PROMPT_CHARS = 4 << 20
@@ -31,8 +31,8 @@ def chat_request(request: Any) -> tuple[list[Message], list[dict], list[dict] | 
     """The converted messages, the raw ones (for the fingerprint), the tools and whether log-probs are wanted."""
     _check_common(request)
     raw = request.get("messages")
-    messages = _messages(raw)
-    return messages, raw, _tools(request.get("tools")), _flag(request, "logprobs")
+    messages = request_messages(raw)
+    return messages, raw, request_tools(request.get("tools")), _flag(request, "logprobs")
 
 
 def completion_request(request: Any) -> tuple[str | list[int], bool]:
@@ -55,7 +55,7 @@ def completion_request(request: Any) -> tuple[str | list[int], bool]:
 
 def sampling(request: dict, max_tokens_limit: int) -> SamplingConfig:
     """The request's sampling settings, checked as ``trainer.serve`` checks them."""
-    return _sampling(request, max_tokens_limit)
+    return request_sampling(request, max_tokens_limit)
 
 
 def _check_common(request: Any) -> None:
