@@ -145,7 +145,7 @@ class _Handler(HardenedHandler):
 
 
 def request_messages(value: Any) -> list[Message]:
-    """The request's ``messages``, checked (HTTP 400 naming the problem); the gateway checks its requests with these too."""
+    """The request's ``messages``, checked (HTTP 400 naming the problem); the gateway uses these checks too."""
     if not isinstance(value, list) or not value:
         raise HTTPRequestError(400, "'messages' must be a non-empty list of {role, content} objects")
     if len(value) > MAX_MESSAGES:
