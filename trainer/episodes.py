@@ -24,6 +24,8 @@ from agentgym_envs.chat import ChatHistory, Message
 from agentgym_envs.policies import EnvBoundPolicy, Policy, SamplingConfig
 from agentgym_envs.protocols import ToolCalls
 from agentgym_envs.seeding import derive_seed
+
+from .backends import reusing_prefixes
 from agentgym_envs.stats import normal_half_width
 
 #: Task ids of an env without a task list: how many the train stream and the held-out stream hold by default.
@@ -186,6 +188,15 @@ def run_text_episodes(policy: Policy, spec: PlaySpec, task_indices: Sequence[int
         episodes[-1].history.start(obs, spec.start_info(info))
         instructions.append(info.get("instruction"))
     active = list(range(len(envs)))
+    with reusing_prefixes(policy):
+        _play(policy, spec, envs, episodes, instructions, active, sampling, window)
+    for env in envs:
+        env.close()
+    return episodes
+
+
+def _play(policy: Policy, spec: PlaySpec, envs: list, episodes: list[TextEpisode], instructions: list,
+          active: list[int], sampling: SamplingConfig, window: int | None) -> None:
     for turn in range(spec.max_turns):
         if not active:
             break
@@ -204,9 +215,6 @@ def run_text_episodes(policy: Policy, spec: PlaySpec, task_indices: Sequence[int
             if not (terminated or truncated):
                 still.append(i)
         active = still
-    for env in envs:
-        env.close()
-    return episodes
 
 
 def success_rate(episodes: Sequence[TextEpisode]) -> tuple[float, float]:

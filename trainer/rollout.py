@@ -31,6 +31,7 @@ from agentgym_envs.chat import ChatHistory
 from agentgym_envs.policies import SamplingConfig, TokenPolicy
 from agentgym_envs.vector import TextVectorEnv
 
+from .backends import reusing_prefixes
 from .episodes import PlaySpec, turn_seed
 from .seeding import derive_seed
 from .trajectory import Trajectory, TrajectoryBuilder, prefix_extension_mismatch
@@ -132,6 +133,17 @@ class RolloutWorker:
                              self.spec, turn_window=window)
                     for i, (obs, info) in enumerate(zip(observations, infos))]
         self._end_oversized_first_prompts(episodes, self.max_context_tokens - sampling.max_new_tokens)
+        with reusing_prefixes(policy):  # each turn's prefill reuses the episode's earlier turns (HF sampler)
+            self._play(policy, episodes, sampling, seed, group_offset, stats)
+        stats.seconds = time.perf_counter() - start
+        trajectories = [e.close() for e in episodes]
+        for i, trajectory in enumerate(trajectories):  # group mode: env i reset with seed + its global group
+            trajectory.reset_seed = seed + (group_offset or 0) + i // self.group_size
+        return trajectories, stats
+
+    def _play(self, policy: TokenPolicy, episodes: list[_Episode], sampling: SamplingConfig, seed: int,
+              group_offset: int | None, stats: RolloutStats) -> None:
+        """The turns of one collection: sample every running episode, step the envs, record."""
         for turn in range(self.spec.max_turns):
             active = [i for i, e in enumerate(episodes) if e.running]
             if not active:
@@ -156,12 +168,6 @@ class RolloutWorker:
                                     infos[i], budget=self.max_context_tokens - sampling.max_new_tokens,
                                     fold_keep_turns=self.fold_keep_turns)
             stats.env_steps += len(active)
-        stats.seconds = time.perf_counter() - start
-        trajectories = [e.close() for e in episodes]
-        for i, trajectory in enumerate(trajectories):  # group mode: env i reset with seed + its global group
-            trajectory.reset_seed = seed + (group_offset or 0) + i // self.group_size
-        return trajectories, stats
-
 
     @staticmethod
     def _end_oversized_first_prompts(episodes: list[_Episode], budget: int) -> None:

@@ -253,3 +253,25 @@ def test_chat_template_override_from_a_file_or_text(model_dirs, tmp_path):
     trainer = Trainer(load_config(None, _overrides(model_dirs["qwen2"], tmp_path / "run", f"policy.chat_template={json.dumps(own)}",
                                                    "policy.chat_template_kwargs={enable_thinking: false}")))
     assert trainer.policy.render_chat([USER]) == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_prefix_reuse_samples_what_a_full_prefill_samples(family, loaded):
+    """Each family's second turn, sampled with the first turn's keys and values reused, equals a full
+    prefill; a cache that is not plain full attention (Gemma-3's sliding-window layers) is never reused."""
+    from agentgym_envs.policies import SamplingConfig
+
+    model, tokenizer = loaded[family]
+    policy = HFPolicy(model, tokenizer)
+    sampling = SamplingConfig(temperature=1.0, max_new_tokens=5, seed=1)
+    prompts = [policy.encode_chat([{"role": "user", "content": text}]) for text in ("hello there, friend", "a maze of rooms")]
+    with policy.reusing_prefixes():
+        first = policy.generate(prompts, sampling=sampling)
+        nxt = [p + c.token_ids + policy.encode(" and then some more words") for p, c in zip(prompts, first)]
+        kept = len(policy.prefixes.active(model).entries)
+        reused = policy.generate(nxt, sampling=sampling)
+    full = policy.generate(nxt, sampling=sampling)
+    sliding = any(t == "sliding_attention" for t in getattr(model.config, "layer_types", None) or ())
+    assert kept == (0 if sliding else 2)
+    assert [c.token_ids for c in reused] == [c.token_ids for c in full]
+    assert max(abs(a - b) for x, y in zip(reused, full) for a, b in zip(x.logprobs, y.logprobs)) < 1e-5

@@ -5,7 +5,9 @@ reasons: the log-prob of each sampled token is recorded from the same tempered d
 from (the number the trainer must reproduce), every draw comes from a ``torch.Generator`` seeded by
 ``SamplingConfig.seed`` (no global RNG), and the ids returned are exactly the ids sampled.
 
-The trainer and this policy share one ``model`` object, so there is no weight sync to forget.
+The trainer and this policy share one ``model`` object, so there is no weight sync to forget. Within
+:meth:`HFPolicy.reusing_prefixes` (each collection and evaluation) a turn's prefill reuses the keys and
+values of the episode's earlier turns (:mod:`trainer.backends.prefix_cache`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import torch
 
 from agentgym_envs.policies import Completion, SamplingConfig
 
+from . import prefix_cache
 from .chat_tokens import ChatTokens
 
 
@@ -30,20 +33,29 @@ class HFPolicy(ChatTokens):
         tokenizer: its tokenizer, with a chat template and an EOS token.
         max_batch: prompts decoded together; larger batches are split (the generator stream continues).
         chat_template_kwargs: extra variables for ``apply_chat_template`` (e.g. ``enable_thinking``).
+        prefix_cache_mb: the most memory the rows' keys and values kept between turns may take inside
+            :meth:`reusing_prefixes` (0: never reuse).
     """
 
-    def __init__(self, model: Any, tokenizer: Any, *, max_batch: int = 64, chat_template_kwargs: dict | None = None):
+    def __init__(self, model: Any, tokenizer: Any, *, max_batch: int = 64, chat_template_kwargs: dict | None = None,
+                 prefix_cache_mb: float = 1024):
         if tokenizer.eos_token_id is None:
             raise ValueError("the tokenizer has no eos_token; set one (the end-of-turn token) before sampling")
         self.model, self.tokenizer, self.max_batch = model, tokenizer, max_batch
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         self.stop_ids = _stop_ids(model, tokenizer)
+        self.prefixes = prefix_cache.PrefixStore(int(prefix_cache_mb * 2**20))
         # transformers >= 5.2x names the KV cache ``cache``; older releases ``past_key_values``.
         base = model.get_base_model() if hasattr(model, "get_base_model") else model  # peft wraps forward(**kwargs)
         self._cache_arg = "cache" if "cache" in inspect.signature(base.forward).parameters else "past_key_values"
 
     # Policy.act, render_chat, encode_chat, encode, decode: from ChatTokens
+
+    def reusing_prefixes(self):
+        """A context in which consecutive ``generate`` calls of this thread reuse the keys and values of the
+        ids a previous call's rows already encoded (an episode's earlier turns); outside it nothing is kept."""
+        return self.prefixes.scope()
 
     # ----------------------------------------------------------------- TokenPolicy
     @torch.no_grad()
@@ -65,23 +77,32 @@ class HFPolicy(ChatTokens):
         was_training = self.model.training
         self.model.eval()
         try:
+            scope = self.prefixes.active(self.model) if self.prefixes.max_bytes > 0 else None
             out: list[Completion] = []
             for start in range(0, len(prompt_ids), self.max_batch):
                 rows = generator if generators is None else generators[start:start + self.max_batch]
-                out.extend(self._generate_batch(prompt_ids[start:start + self.max_batch], sampling, rows))
+                out.extend(self._generate_batch(prompt_ids[start:start + self.max_batch], sampling, rows, scope))
+            if scope is not None:
+                scope.rotate()
             return out
         finally:
             self.model.train(was_training)
 
     def _generate_batch(self, prompts: list[list[int]], sampling: SamplingConfig,
-                        generator: torch.Generator | list[torch.Generator]) -> list[Completion]:
-        input_ids, attention_mask = _left_pad(prompts, self.pad_id, self._device())  # (B, L)
-        position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)
+                        generator: torch.Generator | list[torch.Generator],
+                        scope: prefix_cache.Scope | None = None) -> list[Completion]:
+        reuse = scope.match(prompts) if scope is not None else []
+        if any(r.entry is not None for r in reuse):  # (B, S) new ids after (B, C) reused keys and values
+            input_ids, attention_mask, position_ids, cache = prefix_cache.assemble(prompts, reuse, self.pad_id,
+                                                                                  self._device())
+        else:
+            input_ids, attention_mask = _left_pad(prompts, self.pad_id, self._device())  # (B, L)
+            position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)
+            cache = None
         B = len(prompts)
         tokens: list[list[int]] = [[] for _ in range(B)]
         logprobs: list[list[float]] = [[] for _ in range(B)]
         finished = torch.zeros(B, dtype=torch.bool)
-        cache = None
         for _ in range(sampling.max_new_tokens):
             out = self.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
                              use_cache=True, logits_to_keep=1, **{self._cache_arg: cache})
@@ -96,6 +117,10 @@ class HFPolicy(ChatTokens):
             input_ids = torch.where(finished.to(token.device), self.pad_id, token)[:, None]
             attention_mask = torch.cat([attention_mask, torch.ones_like(attention_mask[:, :1])], dim=1)
             position_ids = position_ids[:, -1:] + 1
+        if scope is not None:
+            layers = prefix_cache.plain_layers(cache)
+            if layers is not None:
+                prefix_cache.keep_rows(scope, layers, attention_mask, prompts, tokens, self.prefixes.max_bytes)
         return [self._completion(t, lp, bool(f)) for t, lp, f in zip(tokens, logprobs, finished)]
 
     def _stopped(self, ids: list[int], sampling: SamplingConfig) -> bool:
