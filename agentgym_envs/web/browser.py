@@ -13,16 +13,25 @@ updates or sync.
 
 Any WebDriver failure (Chromium killed, crashed or hung) surfaces as :class:`~agentgym_envs.core.InfraError`
 and marks the browser dead; the pool launches a new one for the next lease.
+
+Lifetime: a browser dies with the process that started it, however that process ends. ``close()`` (and, in the
+process's own pool, ``atexit``) quits it gracefully; but a forked worker (gymnasium's ``AsyncVectorEnv``) leaves by
+``os._exit`` and runs no atexit handler, and a killed one runs nothing. So chromedriver and Chromium are each
+started through ``setpriv --pdeathsig KILL`` (util-linux): the kernel kills chromedriver when its owner dies, and
+Chromium (whose helpers follow it) when chromedriver dies. Without ``setpriv`` they are started directly, as before.
 """
 
 from __future__ import annotations
 
 import atexit
 import os
+import queue
+import shlex
 import shutil
 import tempfile
 import threading
 import time
+from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, TypeVar
@@ -100,16 +109,18 @@ class Browser:
                 raise InfraError(f"{path} not found: install Chromium and its driver (Debian: apt-get install "
                                  "chromium chromium-driver) or set $CHROMIUM and $CHROMEDRIVER")
         self.config, self.lock = config, threading.RLock()
-        self.profile = tempfile.mkdtemp(prefix="agentgym-chromium-")
+        self.home = tempfile.mkdtemp(prefix="agentgym-chromium-")
+        """Holds the profile and the launchers; removed by :meth:`quit`."""
+        self.profile = os.path.join(self.home, "profile")
         options = webdriver.ChromeOptions()
-        options.binary_location = config.chromium
         width, height = config.window
         for flag in (*CHROMIUM_FLAGS, f"--user-data-dir={self.profile}", f"--window-size={width},{height}"):
             options.add_argument(flag)
         try:
-            self.driver = webdriver.Chrome(service=Service(config.chromedriver), options=options)
+            chromedriver, options.binary_location = _launchers(self.home, config)
+            self.driver = _spawner().call(lambda: webdriver.Chrome(service=Service(chromedriver), options=options))
         except Exception as e:  # selenium raises several types for a browser that will not start
-            shutil.rmtree(self.profile, ignore_errors=True)
+            shutil.rmtree(self.home, ignore_errors=True)
             raise InfraError(f"Chromium did not start: {type(e).__name__}: {str(e)[:300]}") from e
         self.driver.command_executor.client_config.timeout = config.timeout_s
         self.driver.set_page_load_timeout(config.timeout_s)
@@ -138,7 +149,64 @@ class Browser:
             self.driver.quit()
         except Exception:  # already dead: nothing to stop
             pass
-        shutil.rmtree(self.profile, ignore_errors=True)
+        shutil.rmtree(self.home, ignore_errors=True)
+
+
+def _launchers(directory: str, config: BrowserConfig) -> tuple[str, str]:
+    """Executables that start chromedriver and Chromium with a parent-death signal (SIGKILL): scripts in
+    ``directory`` that exec ``setpriv --pdeathsig KILL`` on the real ones (the signal survives exec).
+    Without ``setpriv``, the real paths: the browser then outlives an owner that dies without ``close()``."""
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        return config.chromedriver, config.chromium
+    paths = []
+    for name, real in (("chromedriver", config.chromedriver), ("chromium", config.chromium)):
+        path = os.path.join(directory, name)
+        with open(path, "w") as script:
+            script.write(f'#!/bin/sh\nexec {shlex.quote(setpriv)} --pdeathsig KILL -- {shlex.quote(real)} "$@"\n')
+        os.chmod(path, 0o700)
+        paths.append(path)
+    return paths[0], paths[1]
+
+
+class _Spawner:
+    """The one thread that starts the process's browsers, alive as long as the process.
+
+    A parent-death signal fires when the *thread* that forked the child ends, not its process: a browser started
+    by a pool user's short-lived thread would die with that thread. A daemon thread, unlike an executor's worker,
+    is not joined before ``atexit`` runs, so at a normal exit the pool's atexit ``close()`` still quits gracefully.
+    """
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], Future]] = queue.SimpleQueue()
+        threading.Thread(target=self._serve, name="browser-spawner", daemon=True).start()
+
+    def call(self, start: Callable[[], T]) -> T:
+        """``start()`` run on the spawner thread; its result or exception."""
+        done: Future = Future()
+        self._jobs.put((start, done))
+        return done.result()
+
+    def _serve(self) -> None:
+        while True:
+            start, done = self._jobs.get()
+            try:
+                done.set_result(start())
+            except BaseException as e:  # handed to the caller, who raises it
+                done.set_exception(e)
+
+
+_SPAWNER: _Spawner | None = None
+_SPAWNER_LOCK = threading.Lock()
+
+
+def _spawner() -> _Spawner:
+    """The process's spawner, started on first use (importing this module starts no thread)."""
+    global _SPAWNER
+    with _SPAWNER_LOCK:
+        if _SPAWNER is None:
+            _SPAWNER = _Spawner()
+        return _SPAWNER
 
 
 class Tab:
@@ -301,11 +369,13 @@ def default_pool() -> BrowserPool:
 
 
 def _forget_pool_in_child() -> None:
-    """After ``fork`` the parent's browsers are not the child's to drive or quit: it starts its own."""
-    global _DEFAULT, _DEFAULT_LOCK
+    """After ``fork`` the parent's browsers are not the child's to drive or quit: it starts its own, from its
+    own spawner thread (the parent's did not survive the fork)."""
+    global _DEFAULT, _DEFAULT_LOCK, _SPAWNER, _SPAWNER_LOCK
     if _DEFAULT is not None:
         atexit.unregister(_DEFAULT.close)
     _DEFAULT, _DEFAULT_LOCK = None, threading.Lock()
+    _SPAWNER, _SPAWNER_LOCK = None, threading.Lock()
 
 
 os.register_at_fork(after_in_child=_forget_pool_in_child)
