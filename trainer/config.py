@@ -224,6 +224,10 @@ class RolloutConfig:
     invalid_penalty: float = 0.0
     """Subtracted from a training turn's reward when the env says the action was invalid
     (``info["action_valid"]`` false); evaluation and ``won`` are unaffected."""
+    stall_penalty: float = 0.0
+    """Subtracted from a training turn's reward when the episode goes on in the state it was in (its
+    ``state_key`` unchanged: a maze's wall bump or ``look``); the larger of this and ``invalid_penalty`` applies.
+    Unlike the invalid penalty alone it leaves no valid no-op as a safe haven. Training only, as above."""
     dump: bool = False
     """Write every step's rollouts as chat-format records to ``out_dir/rollouts/step_<n>.jsonl``
     (:mod:`trainer.rollout_dump`; export them with ``agentgym export --train-run``). Off: nothing is written."""

@@ -258,7 +258,8 @@ class Trainer:
                                          group_size=r.group_size,
                                          max_context_tokens=r.max_context_tokens, mode=vector_mode(self.config),
                                          ray_options=ray_options(self.config),
-                                         invalid_penalty=r.invalid_penalty, fold_keep_turns=r.fold_keep_turns,
+                                         invalid_penalty=r.invalid_penalty, stall_penalty=r.stall_penalty,
+                                         fold_keep_turns=r.fold_keep_turns,
                                          sample_unit=self.sample_unit, turn_window=r.turn_window)
         sampling = SamplingConfig(temperature=r.temperature, top_p=r.top_p, max_new_tokens=r.max_new_tokens,
                                   seed=derive_seed(self.config.seed, _SAMPLE, self.step))

@@ -91,6 +91,8 @@ class RolloutWorker:
             (:class:`~agentgym_envs.vector.ray_mode.RayOptions` or its dict).
         invalid_penalty: subtracted from a turn's reward when the env reports ``info["action_valid"]`` false
             (shaping for training only; ``won`` and evaluation are unaffected).
+        stall_penalty: subtracted (instead, when larger) when an episode that goes on reports the
+            ``state_key`` it had before the turn (no progress; also training-only shaping).
         fold_keep_turns: 0 ends an episode at the context budget; ``k`` > 0 folds its history to the last
             ``k`` turns instead (and ends it only if even that does not fit).
         sample_unit: ``"episode"``, ``"turn"`` or ``"auto"`` (resolved by probing the policy's template at the
@@ -99,13 +101,13 @@ class RolloutWorker:
     """
 
     def __init__(self, spec: PlaySpec, *, tasks_per_batch: int, group_size: int, max_context_tokens: int,
-                 mode: str = "thread", invalid_penalty: float = 0.0, fold_keep_turns: int = 0,
+                 mode: str = "thread", invalid_penalty: float = 0.0, stall_penalty: float = 0.0, fold_keep_turns: int = 0,
                  sample_unit: str = "episode", turn_window: int = 4, ray_options: dict | None = None):
         if sample_unit not in SAMPLE_UNITS or turn_window < 1:
             raise ValueError(f"expected sample_unit in {SAMPLE_UNITS} and turn_window >= 1, got {sample_unit!r} "
                              f"and {turn_window}")
         self.spec, self.group_size, self.max_context_tokens = spec, group_size, max_context_tokens
-        self.invalid_penalty, self.fold_keep_turns = invalid_penalty, fold_keep_turns
+        self.invalid_penalty, self.stall_penalty, self.fold_keep_turns = invalid_penalty, stall_penalty, fold_keep_turns
         self.sample_unit, self.turn_window = sample_unit, turn_window
         self.venv = TextVectorEnv([spec.make] * (tasks_per_batch * group_size), mode=mode,
                                   group_size=group_size, autoreset=False, ray_options=ray_options)
@@ -164,6 +166,8 @@ class RolloutWorker:
                 if self.spec.tool_calling:  # whether each tool call executed, per turn (TAO filtering)
                     episodes[i].builder.trajectory.turn_valid.append(valid)
                 penalty = 0.0 if valid else self.invalid_penalty
+                if self.stall_penalty and not (terminated[i] or truncated[i]) and episodes[i].stalled(infos[i]):
+                    penalty = max(penalty, self.stall_penalty)
                 episodes[i].observe(observations[i], float(rewards[i]) - penalty, bool(terminated[i]), bool(truncated[i]),
                                     infos[i], budget=self.max_context_tokens - sampling.max_new_tokens,
                                     fold_keep_turns=self.fold_keep_turns)
@@ -205,6 +209,11 @@ class _Episode:
     def reply(self, completion) -> None:
         self.builder.add_reply(completion, state_key=self.state_key)
         self._reply = completion.text
+
+    def stalled(self, info: dict) -> bool:
+        """Whether the turn left the episode in the state it started from (both states known)."""
+        key = str(info.get("state_key", ""))
+        return bool(key) and key == self.state_key
 
     def observe(self, observation: str, reward: float, terminated: bool, truncated: bool, info: dict,
                 budget: int, fold_keep_turns: int = 0) -> None:

@@ -94,6 +94,46 @@ def test_invalid_penalty_shapes_training_rewards_only(tiny_policy):
     assert [t.won for t in plain] == [t.won for t in shaped]
 
 
+def test_stall_penalty_costs_the_turns_that_left_the_state_unchanged(tiny_policy):
+    """rollout.stall_penalty: on mazes, a wall bump or ``look`` (the room's state_key unchanged, the episode
+    going on) costs the penalty, a move costs nothing; with an invalid penalty too, the larger applies once."""
+    from agentgym_envs.policies import Completion, SamplingConfig
+    from trainer.episodes import PlaySpec
+    from trainer.rollout import RolloutWorker
+
+    spec = PlaySpec("agentgym/Maze-Easy-v0", {"size": 3}, max_turns=6, system_prompt="")
+    sampling = SamplingConfig(temperature=1.0, max_new_tokens=6, seed=3)
+    commands = ["go north", "go east", "look", "go south", "go west"]  # a scripted player: moves, bumps, looks
+
+    calls = []
+
+    def scripted(prompts, *, sampling, seeds=None):
+        calls.append(1)
+        texts = [commands[(len(calls) + row) % len(commands)] for row in range(len(prompts))]
+        return [Completion(t, ids := tiny_policy.encode(t) + [tiny_policy.tokenizer.eos_token_id], [0.0] * len(ids), "stop")
+                for t in texts]
+
+    tiny_policy.generate = scripted
+    runs = []
+    for invalid, stall in ((0.0, 0.0), (0.0, 0.5), (0.2, 0.5)):
+        calls.clear()
+        worker = RolloutWorker(spec, tasks_per_batch=2, group_size=4, max_context_tokens=2048,
+                               invalid_penalty=invalid, stall_penalty=stall)
+        try:
+            runs.append(worker.collect(tiny_policy, [0, 1], sampling=sampling, seed=0)[0])
+        finally:
+            worker.close()
+    plain, stalled, both = runs
+    assert [t.token_ids for t in plain] == [t.token_ids for t in stalled] == [t.token_ids for t in both]
+    costs = {0: 0, 1: 0}
+    for p, s, b in zip(plain, stalled, both):
+        for k, (r0, r1, r2) in enumerate(zip(p.rewards[:-1], s.rewards, b.rewards)):  # the next turn's room known
+            same_room = p.state_keys[k + 1] == p.state_keys[k]  # (an invalid action never leaves the room)
+            assert abs(r1 - (r0 - 0.5 * same_room)) < 1e-9 and abs(r2 - r1) < 1e-9
+            costs[int(same_room)] += 1
+    assert costs[0] and costs[1]  # both kinds of turn occurred
+
+
 def test_behaviour_cloning_stops_at_its_time_budget(tiny_policy):
     """bc seconds (the BC-only control's budget): a budget of 0 stops after the first batch, mid-epoch;
     no budget runs every batch of every epoch."""
