@@ -203,7 +203,10 @@ def test_stale_tokens_are_reweighted(fresh_batch):
 
 # ------------------------------------------------------------------ kill + resume
 def test_killed_async_run_resumes_from_its_oldest_untrained_unit(tmp_path, tiny_overrides):
-    config = tiny_overrides + RUN + ASYNC + ["asynchronous.max_staleness=1", "steps=4", f"out_dir={tmp_path}"]
+    # one collector, so units finish in the order they were claimed: with several, a later unit that finishes
+    # first is trained first (by design), and which batch comes first after the resume is a race
+    config = tiny_overrides + RUN + ASYNC + ["asynchronous.max_staleness=1", "asynchronous.collectors=1", "steps=4",
+                                             f"out_dir={tmp_path}"]
     first = Trainer(load_config(None, config))
     fit(first, stop_after=2, echo=None)  # "killed" after the step-2 checkpoint; its buffered units are lost
     first.close()
