@@ -283,7 +283,9 @@ def test_each_layer_alone_takes_a_worker_down_with_its_runner(layer):
 
 
 def test_ctrl_c_stops_the_runner_and_its_workers_without_worker_tracebacks(tmp_path):
-    suite, store = write_suite(tmp_path / "s.yaml", SUITE, name="ctrlc"), tmp_path / "r.sqlite"
+    # slower steps than SUITE's: on a quiet machine SUITE's 24 episodes could all finish before the signal landed
+    slow = [{**SUITE[0], "kwargs": {"delay": 0.25}}]
+    suite, store = write_suite(tmp_path / "s.yaml", slow, name="ctrlc"), tmp_path / "r.sqlite"
     runner = _start(suite, store, "--workers", "3", "--pool", "process")
     try:
         _wait_for(lambda: _stored(store) >= 3)
@@ -293,6 +295,7 @@ def test_ctrl_c_stops_the_runner_and_its_workers_without_worker_tracebacks(tmp_p
         gone, alive = psutil.wait_procs(children, timeout=5)
     finally:
         _cleanup(runner)
+    assert _stored(store) < TOTAL, "the run finished before Ctrl-C: nothing was interrupted"
     assert alive == [] and "KeyboardInterrupt" in err
     assert "SpawnProcess" not in err and err.count("Traceback") == 1, err  # the runner's own, not one per worker
     with sqlite3.connect(store) as db:
