@@ -322,3 +322,24 @@ def test_the_gateway_binds_loopback_unless_told_otherwise(tiny_policy, capsys):
 
     assert main(["gateway", "--tiny", "--host", "0.0.0.0"]) == 2  # refused before any model is loaded
     assert "not a loopback address" in capsys.readouterr().out
+
+
+def test_env_driven_sessions_get_the_stall_penalty_of_the_rollouts():
+    """rollout.stall_penalty applies in env-driven gateway sessions too: a turn that leaves the maze room
+    unchanged (a wall bump, ``look``) costs it, a move does not."""
+    from types import SimpleNamespace
+
+    from trainer.episodes import PlaySpec
+    from trainer.gateway.envs import EnvDriver
+
+    driver = EnvDriver(PlaySpec("agentgym/Maze-Easy-v0", {"size": 3}, max_turns=10), stall_penalty=0.5)
+    session = SimpleNamespace(meta={}, seed=0, turn_valid=[], env=None)
+    driver.start(session)
+    server = SimpleNamespace(finish=lambda *a, **k: None)
+    try:
+        driver.step(server, session, "look")
+        moves = [d for d in ("north", "south", "east", "west") if f"go {d}" in session.env.env.unwrapped.valid_actions()]
+        driver.step(server, session, f"go {moves[0]}")
+        assert session.env.rewards[0] == -0.5 and session.env.rewards[1] in (0.0, 1.0)
+    finally:
+        driver.close(session)

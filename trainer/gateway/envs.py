@@ -26,8 +26,8 @@ class _EnvState:
 class EnvDriver:
     """Starts one env of ``spec`` per session (reset with the session's ``task_index`` and ``env_seed``) and steps it."""
 
-    def __init__(self, spec: PlaySpec, *, invalid_penalty: float = 0.0):
-        self.spec, self.invalid_penalty = spec, invalid_penalty
+    def __init__(self, spec: PlaySpec, *, invalid_penalty: float = 0.0, stall_penalty: float = 0.0):
+        self.spec, self.invalid_penalty, self.stall_penalty = spec, invalid_penalty, stall_penalty
 
     def start(self, session: Any) -> dict[str, Any]:
         """Reset the session's env; the first messages (and tools) of its chat for the ``POST /sessions`` answer."""
@@ -52,9 +52,13 @@ class EnvDriver:
             observation, reward, terminated, truncated = "", 0.0, False, True
             info = {"infra_error": f"the env failed on step {len(state.rewards)}: {type(e).__name__}: {e}"}
         valid = info.get("action_valid") is not False
-        state.rewards.append(float(reward) - (0.0 if valid else self.invalid_penalty))
+        penalty = 0.0 if valid else self.invalid_penalty
+        key = str(info.get("state_key", ""))
+        if self.stall_penalty and key and key == session.meta.get("state_key") and not (terminated or truncated):
+            penalty = max(penalty, self.stall_penalty)  # the same shaping as trainer.rollout's stall_penalty
+        state.rewards.append(float(reward) - penalty)
         session.turn_valid.append(valid)
-        session.meta["state_key"] = str(info.get("state_key", ""))
+        session.meta["state_key"] = key
         won, error = bool(info.get("won", False)), info.get("infra_error")
         done = bool(terminated or truncated or error)
         shown = self.spec.observation_text(observation, state.instruction)

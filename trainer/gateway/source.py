@@ -57,7 +57,8 @@ class GatewaySource:
         limits = GatewayLimits(max_sessions=g.max_sessions, session_ttl_s=g.session_ttl_s, max_calls=g.max_calls,
                                max_context_tokens=r.max_context_tokens, max_tokens_limit=max(r.max_new_tokens, 4096))
         sampling = SamplingConfig(temperature=r.temperature, top_p=r.top_p, max_new_tokens=r.max_new_tokens)
-        envs = EnvDriver(trainer.train_spec, invalid_penalty=r.invalid_penalty) if g.env_driven else None
+        envs = EnvDriver(trainer.train_spec, invalid_penalty=r.invalid_penalty,
+                             stall_penalty=r.stall_penalty) if g.env_driven else None
         self.server = GatewayServer(trainer.sampling_policy(), model_name=g.model_name, host=g.host, port=g.port,
                                     limits=limits, sampling=sampling, envs=envs, on_finish=self._finished, seed=c.seed,
                                     max_batch=g.max_batch)
