@@ -77,7 +77,7 @@ class VersionedPolicy:
     is the version of the weights that sampled last (read by :class:`~trainer.trajectory.TrajectoryBuilder`)."""
 
     def __init__(self, board: WeightBoard, make_policy: Any, stop: threading.Event):
-        self.board, self._make, self._stop = board, make_policy, stop
+        self.board, self._stop = board, stop
         self.version, model = board.latest()
         self.policy = make_policy(model)
 
@@ -86,7 +86,9 @@ class VersionedPolicy:
             raise Stopped()
         version, model = self.board.latest()
         if version != self.version or model is not self.policy.model:
-            self.version, self.policy = version, self._make(model)
+            # one policy for the collector's life, so an open prefix-reuse scope survives new weights
+            self.version = version
+            self.policy.use_model(model)
         return self.policy.generate(prompt_ids, sampling=sampling, seeds=seeds)
 
     def __getattr__(self, name: str) -> Any:  # render_chat, encode, decode, ...: the wrapped policy's

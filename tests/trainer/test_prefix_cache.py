@@ -158,3 +158,49 @@ def test_collected_episodes_are_identical_with_and_without_reuse(tiny_policy, mo
     full = collect()
     assert [t.token_ids for t in reused] == [t.token_ids for t in full]
     assert max(abs(a - b) for x, y in zip(reused, full) for a, b in zip(x.sampling_logprobs, y.sampling_logprobs)) < 1e-5
+
+
+def test_an_async_collectors_scope_survives_new_weights_and_never_serves_the_old_ones(tiny_model_and_tokenizer, monkeypatch):
+    """VersionedPolicy swaps in a newer snapshot mid-episode: the turn after the swap re-encodes its prompts
+    (no keys or values of the old weights), the turn after that reuses again, and every turn samples what a
+    collector without reuse samples under the same swap."""
+    import copy
+
+    from trainer.asynchronous import VersionedPolicy, WeightBoard
+    from trainer.backends import prefix_cache
+
+    model, tokenizer = tiny_model_and_tokenizer
+    newer = copy.deepcopy(model)
+    with torch.no_grad():
+        for p in newer.parameters():
+            p.add_(0.05 * torch.randn(p.shape, generator=torch.Generator().manual_seed(p.numel())))
+    reused_turns: list[int] = []
+    turn = [0]
+    assemble = prefix_cache.assemble
+
+    def counted(*args, **kwargs):
+        reused_turns.append(turn[0])
+        return assemble(*args, **kwargs)
+
+    monkeypatch.setattr(prefix_cache, "assemble", counted)
+
+    def collector(publish_at: int | None, reuse: bool):
+        board = WeightBoard(model, version=0)
+        versioned = VersionedPolicy(board, lambda m: HFPolicy(m, tokenizer), threading.Event())
+
+        def between(t):  # the trainer publishes version 1 while the episodes are between turns 0 and 1
+            turn[0] = t + 1
+            if t == publish_at:
+                board.publish(newer, version=1)
+
+        turn[0] = 0
+        return play(versioned, turns=3, reuse=reuse, between=between), versioned
+
+    got, versioned = collector(0, reuse=True)
+    assert reused_turns == [2] and versioned.version == 1  # turn 1 ran on new weights: nothing reused
+    reference, _ = collector(0, reuse=False)
+    assert reused_turns == [2]
+    assert_same_samples(got, reference)
+    stale, _ = collector(None, reuse=False)  # the old weights throughout: turn 1 would have sampled otherwise
+    assert_same_samples(got[:1], stale[:1])
+    assert max(abs(p - q) for x, y in zip(got[1], stale[1]) for p, q in zip(x.logprobs[:1], y.logprobs[:1])) > 1e-3

@@ -57,6 +57,13 @@ class HFPolicy(ChatTokens):
         ids a previous call's rows already encoded (an episode's earlier turns); outside it nothing is kept."""
         return self.prefixes.scope()
 
+    def use_model(self, model: Any) -> None:
+        """Sample with ``model`` from now on (same architecture and tokenizer: an async collector's newer weight
+        snapshot). An open :meth:`reusing_prefixes` scope stays open but forgets the old weights' keys and
+        values, so the scope keeps serving the episodes' later turns without mixing two versions."""
+        self.model = model
+        self.prefixes.forget()
+
     # ----------------------------------------------------------------- TokenPolicy
     @torch.no_grad()
     def generate(self, prompt_ids: list[list[int]], *, sampling: SamplingConfig,

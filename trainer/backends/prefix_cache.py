@@ -74,6 +74,13 @@ class PrefixStore:
             if outer is None:
                 self._local.state = None
 
+    def forget(self) -> None:
+        """Empty this thread's scope (it stays open): the next call re-encodes everything."""
+        state = getattr(self._local, "state", None)
+        if state is not None:
+            state.clear()
+            state.fingerprint = None
+
     def active(self, model: torch.nn.Module) -> Scope | None:
         """This thread's scope, emptied first if the weights changed since it stored anything; ``None``
         outside a scope."""
