@@ -6,6 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install_vllm.sh
 VLLM_TESTS=(tests/trainer/test_vllm_backend.py tests/trainer/test_vllm_loop.py tests/trainer/test_vllm_colocated.py
+            tests/trainer/test_vllm_gateway.py
             tests/leaderboards/test_lb_vllm.py
             tests/test_doctests.py)
 # AGENTGYM_REQUIRE_VLLM: a vllm that does not import is an error here, never a silent deselection

