@@ -50,37 +50,39 @@ ESTIMATOR_OVERRIDES: dict[str, list[str]] = {
     "tigpo": ["algorithm.estimator=tigpo"],
 }
 
-# Shared by every run: the tiny policy, sampled RL at T = 1, lr 3e-4 (the rate at which the quickstart's
-# runs did not collapse, docs/trainer.md), zero-variance groups kept so every estimator sees the same batch.
-COMMON = ["progress=false", "checkpoint_every=0", "env.system_prompt=''", "optim.lr=0.0003",
-          "rollout.temperature=1.0", "algorithm.filter_zero_variance=false"]
+# Shared by every run: the tiny policy, sampled RL at T = 1, zero-variance groups kept so every estimator sees
+# the same batch (and the step-level estimators keep the signal of groups whose returns are all equal).
+COMMON = ["progress=false", "checkpoint_every=0", "rollout.temperature=1.0", "algorithm.filter_zero_variance=false"]
+
+QUICKSTART_YAML = ROOT / "trainer" / "configs" / "quickstart.yaml"
 
 
 @dataclass(frozen=True)
 class Setting:
-    """One env and its budget: the overrides that make it, and the held-out evaluation."""
+    """One env and its budget: a base config file, the overrides on top, and the held-out evaluation."""
 
     name: str
     overrides: list[str]
     updates: int
     eval_every: int
+    config: Path | None = None
     quick_updates: int = 2
     notes: str = ""
 
 
-_MAZE = ["env.env_id=agentgym/Maze-Easy-v0", "env.max_turns=10", "rollout.max_new_tokens=6", "bc.episodes=64",
-         "bc.epochs=6", "bc.batch_size=8", "bc.lr=0.003", "eval.num_tasks=32", "eval.temperature=1.0", "eval.repeats=1"]
-
-# Both settings play 16 episodes per update (4 tasks × G 4) on Maze-Easy (seeded tasks: train on even reset
-# seeds, held-out on odd ones, docs/trainer.md "Envs"); every estimator of a (setting, seed) starts from the
-# same BC weights. maze-10t is the cheap one (10 turns, BC 6 epochs); maze-14t gives the expert's longer paths
-# room (Maze-Easy's take 4-15 moves) and BC more epochs, for a stronger start and more groups with signal.
+# Both settings are the quickstart's recipe (trainer/configs/quickstart.yaml: Maze-Easy 3×3, ≤ 10 turns, BC on
+# 256 noisy-expert episodes × 30 epochs, 8 tasks × G 8 per update, 2 minibatches × 2 epochs, lr 5e-4), cut to
+# 20 updates, with 128 held-out episodes (64 tasks × 2, odd reset seeds: never trained on) every 5 updates.
+# `shaped` keeps its stall penalty (a turn that leaves the room unchanged costs 0.1 in training); `sparse`
+# drops it, so the only reward is reaching the goal and credit for the turns has to come from the estimator.
+_QUICKSTART = ["eval.num_tasks=64", "eval.repeats=2", "eval.temperature=1.0"]
 SETTINGS: dict[str, Setting] = {
-    "maze-10t": Setting("maze-10t", _MAZE + ["rollout.tasks_per_step=4", "rollout.group_size=4"], updates=6,
-                        eval_every=3, notes="Maze-Easy, ≤ 10 turns, BC 64 expert episodes × 6 epochs, 4 tasks × G 4 per update"),
-    "maze-14t": Setting("maze-14t", _MAZE + ["env.max_turns=14", "bc.epochs=10", "rollout.tasks_per_step=4",
-                                             "rollout.group_size=4"], updates=6, eval_every=3,
-                        notes="Maze-Easy, ≤ 14 turns, BC 64 expert episodes × 10 epochs, 4 tasks × G 4 per update"),
+    "shaped": Setting("shaped", _QUICKSTART, updates=20, eval_every=5, config=QUICKSTART_YAML,
+                      notes="the quickstart's recipe (Maze-Easy 3×3, BC 256 × 30 epochs, 8 tasks × G 8, "
+                            "4 gradient steps per collection), stall penalty 0.1"),
+    "sparse": Setting("sparse", _QUICKSTART + ["rollout.stall_penalty=0.0"], updates=20, eval_every=5,
+                      config=QUICKSTART_YAML,
+                      notes="the same without the stall penalty: reward 1 on reaching the goal, else 0"),
 }
 
 
@@ -120,8 +122,8 @@ def worker(args: argparse.Namespace) -> int:
     updates, every, extra = _budget(setting, args.quick)
     estimators = args.estimator.split(",")
     start = time.perf_counter()
-    base = Trainer(load_config(None, run_overrides(setting, estimators[0], args.seed, updates, args.cache,
-                                                   f"{args.run_dir}/bc") + extra))
+    base = Trainer(load_config(setting.config, run_overrides(setting, estimators[0], args.seed, updates, args.cache,
+                                                             f"{args.run_dir}/bc") + extra))
     try:
         bc = base.warm_up()
         start_eval = {"update": 0, **base.evaluate()}
@@ -134,7 +136,7 @@ def worker(args: argparse.Namespace) -> int:
     for estimator in estimators:
         began = time.perf_counter()
         overrides = run_overrides(setting, estimator, args.seed, updates, args.cache, f"{args.run_dir}/{estimator}") + extra
-        trainer = Trainer(load_config(None, overrides))
+        trainer = Trainer(load_config(setting.config, overrides))
         try:
             trainer.model.load_state_dict(weights)
             trainer.bc_done = True
@@ -344,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
             s = SETTINGS[setting]
             updates, _, extra = _budget(s, args.quick)
             for estimator in estimators:
-                print(f"{setting} seed={seed} {estimator}: "
+                print(f"{setting} seed={seed} {estimator}: " + (f"{s.config.relative_to(ROOT)} + " if s.config else "")
                       + " ".join(run_overrides(s, estimator, seed, updates, args.cache, "<run>") + extra))
         print(f"{len(runs)} subprocesses, --jobs {args.jobs}")
         return 0
