@@ -211,9 +211,17 @@ def final_success(result: dict) -> float:
     return float(result["curve"][-1]["eval_success"])
 
 
+def late_success(result: dict) -> float:
+    """Held-out success averaged over the evaluations of the second half of training (updates ≥ half the
+    budget): several evaluations' episodes, so less noisy than the final one alone."""
+    late = [p["eval_success"] for p in result["curve"] if p["update"] >= result["updates"] / 2] or [final_success(result)]
+    return float(sum(late) / len(late))
+
+
 def table(results: list[dict], args: argparse.Namespace) -> str:
     """Markdown: per setting, one row per estimator — BC start, final held-out success (mean over seeds ±
-    95% t-interval over seeds), the gain, the mean sampled train success of the last half, wall time."""
+    95% t-interval over seeds), the gain, the held-out mean of the second half and its paired difference to
+    GRPO (same seed, same BC start), the mean sampled train success of the last half, wall time."""
     lines = []
     for setting in args.settings:
         rows = [r for r in results if r["setting"] == setting]
@@ -222,14 +230,14 @@ def table(results: list[dict], args: argparse.Namespace) -> str:
         episodes = int(rows[0]["curve"][-1]["eval_episodes"])
         lines += [f"**{setting}** — {SETTINGS[setting].notes if setting in SETTINGS else '(setting no longer defined)'}; {rows[0]['updates']} updates; held-out: "
                   f"{episodes} episodes per evaluation, sampled at T = 1", "",
-                  "| estimator | seeds | BC start | final held-out success | gain | train success (last half) | "
-                  "wall s per run |", "|---|---|---|---|---|---|---|"]
+                  "| estimator | seeds | BC start | final held-out success | gain | held-out, 2nd half | vs `grpo` (paired) "
+                  "| train success (last half) | wall s per run |", "|---|---|---|---|---|---|---|---|---|"]
         ranked = sorted(args.estimators, key=lambda e: -mean_ci([final_success(r) for r in rows
                                                                   if r["estimator"] == e] or [-1])[0])
         for estimator in ranked:
             runs = [r for r in rows if r["estimator"] == estimator]
             if not runs:
-                lines.append(f"| `{estimator}` | 0 | — | (failed) | — | — | — |")
+                lines.append(f"| `{estimator}` | 0 | — | (failed) | — | — | — | — | — |")
                 continue
             start, start_ci = mean_ci([float(r["curve"][0]["eval_success"]) for r in runs])
             final, final_ci = mean_ci([final_success(r) for r in runs])
@@ -237,8 +245,12 @@ def table(results: list[dict], args: argparse.Namespace) -> str:
             late = [sum(r["train_success"][len(r["train_success"]) // 2:]) / max(1, len(r["train_success"]) - len(r["train_success"]) // 2)
                     for r in runs]
             wall = sum(r["wall_s"] for r in runs) / len(runs)
+            second, second_ci = mean_ci([late_success(r) for r in runs])
+            grpo = {r["seed"]: late_success(r) for r in rows if r["estimator"] == "grpo"}
+            paired = [late_success(r) - grpo[r["seed"]] for r in runs if r["seed"] in grpo]
+            versus = ("—" if estimator == "grpo" or not paired else "{:+.3f} ± {:.3f}".format(*mean_ci(paired)))
             lines.append(f"| `{estimator}` | {len(runs)} | {start:.3f} ± {start_ci:.3f} | **{final:.3f} ± {final_ci:.3f}** | "
-                         f"{gain:+.3f} ± {gain_ci:.3f} | {mean_ci(late)[0]:.3f} | {wall:.0f} |")
+                         f"{gain:+.3f} ± {gain_ci:.3f} | {second:.3f} ± {second_ci:.3f} | {versus} | {mean_ci(late)[0]:.3f} | {wall:.0f} |")
         lines.append("")
     return "\n".join(lines)
 
