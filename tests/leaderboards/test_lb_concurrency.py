@@ -283,8 +283,9 @@ def test_each_layer_alone_takes_a_worker_down_with_its_runner(layer):
 
 
 def test_ctrl_c_stops_the_runner_and_its_workers_without_worker_tracebacks(tmp_path):
-    # slower steps than SUITE's: on a quiet machine SUITE's 24 episodes could all finish before the signal landed
-    slow = [{**SUITE[0], "kwargs": {"delay": 0.25}}]
+    # a longer, slower run than SUITE's (80 episodes of 0.5 s steps, ≥ 13 s on 3 workers): with SUITE's 24 quick
+    # episodes, and once with 0.25 s steps under CI load, the run finished before the signal landed
+    slow = [{**SUITE[0], "tasks": 40, "kwargs": {"delay": 0.5}}]
     suite, store = write_suite(tmp_path / "s.yaml", slow, name="ctrlc"), tmp_path / "r.sqlite"
     runner = _start(suite, store, "--workers", "3", "--pool", "process")
     try:
@@ -295,7 +296,7 @@ def test_ctrl_c_stops_the_runner_and_its_workers_without_worker_tracebacks(tmp_p
         gone, alive = psutil.wait_procs(children, timeout=5)
     finally:
         _cleanup(runner)
-    assert _stored(store) < TOTAL, "the run finished before Ctrl-C: nothing was interrupted"
+    assert _stored(store) < 80, "the run finished before Ctrl-C: nothing was interrupted"
     assert alive == [] and "KeyboardInterrupt" in err
     assert "SpawnProcess" not in err and err.count("Traceback") == 1, err  # the runner's own, not one per worker
     with sqlite3.connect(store) as db:

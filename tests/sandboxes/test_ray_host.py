@@ -131,12 +131,25 @@ def _leased(host, expected: int, within: float = 25.0) -> int:
     return leased
 
 
+def _wait_dead(actor, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            ray.get(actor.stats.remote(), timeout=10)
+        except ray.exceptions.RayActorError:  # ActorDiedError is one
+            return
+        time.sleep(0.1)
+    raise AssertionError("the killed host actor still answers")
+
+
 def test_a_dead_host_is_infra_error_and_the_next_reset_works(ray_local):
     env = gymnasium.make("agentgym_envs:agentgym/Terminal-v0", ray_node="local")
     try:
         env.reset(seed=1, options={"task_index": 0})
         host_pid = ray.get(ray_host.host_on(env.unwrapped._box.node_id).stats.remote())["pid"]
-        ray.kill(ray_host.host_on(env.unwrapped._box.node_id))  # the host actor dies mid-episode
+        host = ray_host.host_on(env.unwrapped._box.node_id)
+        ray.kill(host)  # the host actor dies mid-episode
+        _wait_dead(host)  # ray.kill returns before the actor is gone: under load a step could still reach it
         _, reward, terminated, truncated, info = env.step("echo still there")
         assert info.get("infra_error") and truncated and not terminated and reward == 0
         obs, info = env.reset(seed=2, options={"task_index": 0})  # a new host, a fresh sandbox
