@@ -12,7 +12,7 @@ Each (setting, seed) is its own subprocess (``--worker``: one BC warm-up, then t
 its weights), at most ``--jobs`` at a time, so a crash costs one unit, not the benchmark; with more jobs than
 units the estimators are split across processes. Run it with the venv's Python (no activation needed)::
 
-    nice -n 19 .venv/bin/python benchmarks/compare_estimators.py --out docs/img --jobs 3
+    .venv/bin/python benchmarks/compare_estimators.py --out docs/img --jobs 2        # ~75 min on 2 cores
     .venv/bin/python benchmarks/compare_estimators.py --quick --out /tmp/cmp      # smoke run, < 2 min
     .venv/bin/python benchmarks/compare_estimators.py --dry-run                   # print the plan only
     .venv/bin/python benchmarks/compare_estimators.py --from-results docs/img/compare_estimators.json --out /tmp/r

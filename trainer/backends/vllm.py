@@ -228,6 +228,7 @@ class VLLMPolicy(ChatTokens):
             self._sleep.check_can_sample()
             self._sleep.wake(llm)
             try:
+                # caller_rng_kept: vLLM's CPU sampler draws from torch's global RNG every step
                 with caller_rng_kept(), engine_threads(self._threads):
                     outputs = llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts], params, use_tqdm=False)
             except Exception as e:
