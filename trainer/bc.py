@@ -169,10 +169,31 @@ def expert_trajectories(policy: HFPolicy, spec: PlaySpec, tasks: Sequence[int], 
     return out
 
 
+def epoch_batches(lengths: Sequence[int], batch_size: int, generator: torch.Generator,
+                  group_by_length: int = 0) -> list[list[int]]:
+    """One epoch's batches of indices into ``lengths``: every index once, in a seeded shuffle.
+
+    ``group_by_length`` > 0: the shuffled order is cut into megabatches of ``group_by_length × batch_size``,
+    each sorted by length (longest first) and split into batches, and the batches are shuffled again, so
+    a batch holds rows of similar length (less padding: the same data per epoch in fewer padded tokens)
+    while its position in the epoch stays random. The megabatch idea is Hugging Face Trainer's
+    ``group_by_length``; 0: plain shuffled batches."""
+    order = torch.randperm(len(lengths), generator=generator).tolist()
+    if group_by_length <= 0:
+        return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+    mega = group_by_length * batch_size
+    batches = []
+    for start in range(0, len(order), mega):
+        chunk = sorted(order[start:start + mega], key=lambda i: -lengths[i])  # stable: ties keep the shuffle
+        batches += [chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size)]
+    return [batches[i] for i in torch.randperm(len(batches), generator=generator).tolist()]
+
+
 def behaviour_clone(policy: HFPolicy, trajectories: Sequence[Trajectory], *, epochs: int, batch_size: int,
                     lr: float, seed: int, kernel_backend: str = "auto", on_batch: Any = None,
-                    seconds: float | None = None) -> BCResult:
-    """Fit ``policy.model`` to the replies of ``trajectories`` (AdamW; shuffled with a seeded generator).
+                    seconds: float | None = None, group_by_length: int = 0) -> BCResult:
+    """Fit ``policy.model`` to the replies of ``trajectories`` (AdamW; shuffled with a seeded generator;
+    ``group_by_length``: batches of similar length, :func:`epoch_batches`).
 
     ``seconds``: stop after the first batch that ends this long after the start, even mid-epoch (the
     quickstart's BC-only control clones for as long as RL trained); ``None`` runs every epoch."""
@@ -182,11 +203,11 @@ def behaviour_clone(policy: HFPolicy, trajectories: Sequence[Trajectory], *, epo
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
     generator = torch.Generator().manual_seed(seed)
+    lengths = [max(len(s.token_ids) for s in t.segments) for t in trajectories]  # a trajectory's widest packed row
     losses: list[float] = []
     for _ in range(epochs):
-        order = torch.randperm(len(trajectories), generator=generator).tolist()
-        for start in range(0, len(order), batch_size):
-            batch = pack([s for i in order[start:start + batch_size] for s in trajectories[i].segments], policy.pad_id,
+        for indices in epoch_batches(lengths, batch_size, generator, group_by_length):
+            batch = pack([s for i in indices for s in trajectories[i].segments], policy.pad_id,
                          device=next(model.parameters()).device)  # the model's device (policy.device)
             logp, _ = token_logprobs(model, batch, backend=kernel_backend)  # (B, T)
             loss = -(logp * batch.loss_mask).sum() / batch.loss_mask.sum()

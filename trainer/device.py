@@ -48,6 +48,14 @@ def resolve_device(name: str, *, cuda_available: bool | None = None, local_rank:
     return torch.device(name)
 
 
+def cpu_threads(requested: int) -> int:
+    """torch's CPU thread count for ``policy.threads``: the number itself, or for 0 the cores this process
+    may run on (its affinity mask, not the machine's count: a container or ``taskset`` limits it)."""
+    if requested > 0:
+        return requested
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 def resolve_dtype(name: str) -> torch.dtype:
     """The weight dtype ``policy.dtype`` names."""
     if name not in DTYPES:

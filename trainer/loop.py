@@ -36,7 +36,7 @@ from .config import EnvConfig, TrainConfig, to_dict
 from .errors import CheckpointError
 from .episodes import SEEDED_EVAL_TASKS, PlaySpec, run_text_episodes, success_rate
 from .log import JsonlLogger, TensorBoardLogger, summary_line
-from .device import float32_master, place_model, resolve_device, resolve_dtype
+from .device import cpu_threads, float32_master, place_model, resolve_device, resolve_dtype
 from .distributed import init_world
 from .ray_rollout import ray_options, stop_ray, vector_mode
 from .rollout import RolloutWorker, resolve_sample_unit
@@ -93,7 +93,7 @@ class Trainer:
 
     def __init__(self, config: TrainConfig):
         self.config = config
-        torch.set_num_threads(config.policy.threads)
+        torch.set_num_threads(cpu_threads(config.policy.threads))
         self.world = init_world(config.distributed)  # torchrun's ranks, or a world of one (trainer/distributed.py)
         self.world.check(config)
         model, tokenizer = load_model(config)
@@ -225,7 +225,7 @@ class Trainer:
             self.rollout_policy.sleep()
         result = behaviour_clone(self.policy, data, epochs=epochs or bc.epochs, batch_size=bc.batch_size, lr=bc.lr,
                                  seed=derive_seed(self.config.seed, _BC, 1), kernel_backend=self.config.loss.kernel_backend,
-                                 seconds=seconds)
+                                 seconds=seconds, group_by_length=bc.group_by_length)
         self.bc_done = True
         self.weights_changed()
         return {"bc_trajectories": result.trajectories, "bc_first_loss": result.first_loss, "bc_last_loss": result.last_loss}

@@ -179,3 +179,20 @@ def test_a_killed_bf16_run_resumes_to_the_straight_runs_weights(tiny_overrides, 
     masters = [(straight.optimizer.state[p]["master"], resumed.optimizer.state[q]["master"])
                for p, q in zip(straight.model.parameters(), resumed.model.parameters())]
     assert all(x.dtype == torch.float32 and torch.equal(x, y) for x, y in masters)
+
+
+def test_policy_threads_zero_means_every_core_this_process_may_use():
+    """policy.threads: a positive count is taken as is; 0 is the process's affinity mask (what taskset or a
+    container allows), not the machine's core count."""
+    import os
+
+    from trainer.device import cpu_threads
+
+    assert cpu_threads(3) == 3
+    allowed = os.sched_getaffinity(0)
+    assert cpu_threads(0) == len(allowed) >= 1
+    os.sched_setaffinity(0, {min(allowed)})  # as under `taskset -c <one core>`
+    try:
+        assert cpu_threads(0) == 1
+    finally:
+        os.sched_setaffinity(0, allowed)

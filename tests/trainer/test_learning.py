@@ -161,6 +161,30 @@ def test_behaviour_cloning_stops_at_its_time_budget(tiny_policy):
     assert len(seen) == 3 * len(data) == 12
 
 
+def test_length_grouped_bc_batches_cover_each_row_once_with_less_padding():
+    """bc.group_by_length: each epoch still holds every index exactly once, batches come from megabatches
+    sorted by length (so a batch's rows are neighbours in that order), the padding falls, the order repeats
+    for a seed, and 0 is the plain shuffle."""
+    import torch
+
+    from trainer.bc import epoch_batches
+
+    lengths = [10, 200, 12, 190, 11, 210, 13, 205, 9, 195, 14, 199]
+    plain = epoch_batches(lengths, 2, torch.Generator().manual_seed(0))
+    assert plain == [list(b) for b in torch.randperm(12, generator=torch.Generator().manual_seed(0)).split(2)]
+    grouped = epoch_batches(lengths, 2, torch.Generator().manual_seed(0), group_by_length=3)
+    assert sorted(i for b in grouped for i in b) == list(range(12)) and all(len(b) == 2 for b in grouped)
+    assert grouped == epoch_batches(lengths, 2, torch.Generator().manual_seed(0), group_by_length=3)
+    order = torch.randperm(12, generator=torch.Generator().manual_seed(0)).tolist()  # the same first draw
+    for start in (0, 6):  # megabatches of 3 × 2 rows: each one's batches are its rows sorted, longest first
+        chunk = sorted(order[start:start + 6], key=lambda i: -lengths[i])
+        assert all(chunk[k:k + 2] in grouped for k in (0, 2, 4))
+    padded = lambda batches: sum(len(b) * max(lengths[i] for i in b) for b in batches)  # noqa: E731
+    assert padded(grouped) < padded(plain)
+    whole = epoch_batches(lengths, 2, torch.Generator().manual_seed(0), group_by_length=6)  # one megabatch
+    assert sorted(padded([b]) for b in whole) == [20, 24, 28, 390, 400, 420]  # (10,9) (12,11) … (200,199) (210,205)
+
+
 def test_noisy_expert_labels_its_noise_and_repeats_exactly(tiny_policy):
     """bc.expert_noise: a weak demonstrator whose random moves are labelled (BC imitates them); 0 is the
     plain expert, 1 only draws valid actions, and the data repeat exactly for a seed."""
