@@ -343,3 +343,41 @@ def test_env_driven_sessions_get_the_stall_penalty_of_the_rollouts():
         assert session.env.rewards[0] == -0.5 and session.env.rewards[1] in (0.0, 1.0)
     finally:
         driver.close(session)
+
+
+def test_token_ids_outside_the_vocabulary_are_400s_that_never_reach_the_model(serve):
+    """A completions prompt of ids past the embedding's rows (or past int64) is the client's mistake: 400 before any
+    sampling, and the session goes on."""
+    server = serve()
+    opened, client = _open(server)
+    vocab = server.policy.model.get_input_embeddings().num_embeddings
+    for bad in ([vocab], [1, 2, vocab + 7], [2**63], [2**64 + 1], [3, 2**63 - 1]):
+        with pytest.raises(openai.BadRequestError, match=r"vocabulary|\[0, ") as refused:
+            client.completions.create(model=MODEL, prompt=bad, max_tokens=2)
+        assert refused.value.status_code == 400
+    assert server.batcher.calls == 0 and server.sessions[opened["session_id"]].summary()["calls"] == 0
+    ok = client.completions.create(model=MODEL, prompt=[1, 2, vocab - 1], max_tokens=2)
+    assert ok.model_extra["agentgym"]["call"] == 0 and server.batcher.calls == 1
+
+
+def test_finished_sessions_nobody_takes_are_released_after_a_grace_period(serve):
+    """Without an exporter (``agentgym gateway`` without ``--out``) finished sessions used to be held forever: after
+    ``max_sessions`` of them every new session was 429, past any TTL. They are released ``finished_grace_s`` after
+    they end, and the 429 says when room frees up."""
+    server = serve(limits=GatewayLimits(max_sessions=2, session_ttl_s=60, finished_grace_s=0.3))
+    for _ in range(2):
+        opened, client = _open(server)
+        _chat(client, [{"role": "user", "content": "hi"}])
+        assert _request(f"{server.url}/sessions/{opened['session_id']}/reward", b'{"reward": 1}')[0] == 200
+    status, error = _request(f"{server.url}/sessions", b"{}")
+    assert status == 429 and error["error"]["code"] == "too_many_sessions"
+    assert "2 finished" in error["error"]["message"] and "released" in error["error"]["message"]
+    # the finished session can still be read within the grace period
+    assert _request(f"{server.url}/sessions/{opened['session_id']}", None, method="GET")[0] == 200
+    time.sleep(0.4)
+    assert _request(f"{server.url}/sessions", b"{}")[0] == 200
+    assert _request(f"{server.url}/sessions/{opened['session_id']}", None, method="GET")[0] == 404
+    # open sessions that are not idle are never released: the cap holds, and the 429 says so
+    _open(server)
+    status, error = _request(f"{server.url}/sessions", b"{}")
+    assert status == 429 and "2 open" in error["error"]["message"]

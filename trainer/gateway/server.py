@@ -219,6 +219,8 @@ class GatewayServer(HardenedHTTPServer):
             messages, raw, tools, want_logprobs = wire.chat_request(request)
         else:
             text_or_ids, want_logprobs = wire.completion_request(request)
+            if isinstance(text_or_ids, list):
+                wire.check_token_ids(text_or_ids, vocab_size(self.policy))
         sampling = self._sampling(request, session)
         with self.lock:  # the tokenizer, one thread at a time; the session itself is this call's (Session.begin)
             if kind == "chat":
@@ -267,6 +269,20 @@ class GatewayServer(HardenedHTTPServer):
             return self.batcher.generate(ids, sampling)
         except Exception as e:  # the policy itself failed: our machinery, a 500 that says what broke
             raise HTTPRequestError(500, f"the policy failed: {type(e).__name__}: {e}", "server_error") from e
+
+
+def vocab_size(policy: Any) -> int:
+    """How many ids the policy's model can embed (an id past it is an ``IndexError`` on CPU and a device-side
+    assert that poisons the process on CUDA): vLLM's ``vocab_size``, else the input embedding's rows, else the
+    config's or the tokenizer's size."""
+    if isinstance(getattr(policy, "vocab_size", None), int):
+        return policy.vocab_size
+    model = getattr(policy, "model", None)
+    embeddings = getattr(model, "get_input_embeddings", lambda: None)()
+    if isinstance(getattr(embeddings, "num_embeddings", None), int):
+        return embeddings.num_embeddings
+    size = getattr(getattr(model, "config", None), "vocab_size", None)
+    return size if isinstance(size, int) else len(policy.tokenizer)
 
 
 #: A client's ``meta`` (its own labels for a session): at most this many bytes of JSON.

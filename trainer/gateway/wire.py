@@ -53,6 +53,15 @@ def completion_request(request: Any) -> tuple[str | list[int], bool]:
     return prompt, logprobs is not None
 
 
+def check_token_ids(ids: list[int], vocab: int) -> None:
+    """A prompt of token ids must lie in ``[0, vocab)``: anything else is the client's mistake (400), refused
+    before it reaches the tokenizer (which overflows past int64) or the model's embedding."""
+    bad = next((i for i in ids if not 0 <= i < vocab), None)
+    if bad is not None:
+        raise HTTPRequestError(400, f"'prompt' token ids must lie in the model's vocabulary [0, {vocab}), got "
+                                    f"{str(bad)[:40]} at position {ids.index(bad)}")
+
+
 def sampling(request: dict, max_tokens_limit: int) -> SamplingConfig:
     """The request's sampling settings, checked as ``trainer.serve`` checks them."""
     return request_sampling(request, max_tokens_limit)
