@@ -3,7 +3,8 @@
 Any harness can then open sessions (``POST /sessions``), point an OpenAI client at ``…/sessions/{sid}/v1`` and
 post each session's reward; with ``--env`` the gateway steps that agentgym env with every reply instead (the env's
 rewards are the outcome). Each finished session is appended to ``--out`` as one JSON line (segments' token ids,
-loss mask and log-probs, replies, outcome) and then forgotten, so memory stays bounded. Training from an external
+loss mask and log-probs, replies, outcome) and then forgotten; without ``--out`` a finished session stays readable
+for ``--finished-grace`` seconds and is then released, so memory stays bounded either way. Training from an external
 harness is ``agentgym train … rollout.source=gateway``; this command is for capturing and inspecting sessions.
 
     agentgym gateway --tiny --port 8100 --out sessions.jsonl
@@ -31,6 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", metavar="FILE", help="append each finished session to this JSON-lines file")
     parser.add_argument("--max-sessions", type=int, default=256, help="sessions held at once (then 429)")
     parser.add_argument("--session-ttl", type=float, default=600.0, help="seconds before an idle session expires")
+    parser.add_argument("--finished-grace", type=float, default=60.0,
+                        help="seconds a finished session stays readable (GET /sessions/{sid}) before it is released")
     parser.add_argument("--max-batch", type=int, default=1, help="concurrent calls sampled together (default 1)")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
 
@@ -68,7 +71,8 @@ def run(args: argparse.Namespace) -> int:
                 f.write(json.dumps(session_record(session), allow_nan=False) + "\n")
             server_ref[0].release(session.sid)
 
-    limits = GatewayLimits(max_sessions=args.max_sessions, session_ttl_s=args.session_ttl)
+    limits = GatewayLimits(max_sessions=args.max_sessions, session_ttl_s=args.session_ttl,
+                           finished_grace_s=args.finished_grace)
     try:
         server = GatewayServer(policy, model_name=args.model_name, host=args.host, port=args.port, api_key=api_key,
                                allow_remote=args.allow_remote, limits=limits, envs=envs, on_finish=export,

@@ -16,7 +16,8 @@ Routes (JSON bodies; errors in OpenAI's ``{"error": {message, type, code}}`` sha
 
 Limits (:class:`GatewayLimits`): at most ``max_sessions`` sessions are held (open, or finished and not yet taken
 by the trainer or the exporter); a session idle for ``session_ttl_s`` is ended as ``expired`` (kept, never
-trained on) to make room, and when none can be a new one is refused with 429. A session holds at most
+trained on), a finished one nobody takes is released ``finished_grace_s`` after it ended, and when neither
+makes room a new session is refused with 429 (``Retry-After``: when one will). A session holds at most
 ``max_calls`` calls and each prompt plus ``max_tokens`` must fit ``max_context_tokens``, so memory per session
 is bounded too. Bodies are bounded by :mod:`agentgym_envs.core.httpd` (413 beyond ``max_body_bytes``).
 Sampling runs one call at a time, or batches concurrent sessions' calls (``max_batch``, :mod:`.batcher`); two
@@ -25,6 +26,7 @@ concurrent calls on one session get 409 for the second.
 
 from __future__ import annotations
 
+import math
 import re
 import threading
 import time
@@ -50,6 +52,9 @@ _ROUTE = re.compile(r"/sessions/([^/]+)(/.*)?")
 class GatewayLimits:
     max_sessions: int = 256
     session_ttl_s: float = 600.0
+    finished_grace_s: float = 60.0
+    """A finished session nobody took (no exporter, no trainer) is released this long after it ended, so that
+    finished sessions never hold the cap; until then ``GET /sessions/{sid}`` still reads it."""
     max_calls: int = 256
     max_context_tokens: int = 4096
     max_tokens_limit: int = 4096
@@ -142,9 +147,7 @@ class GatewayServer(HardenedHTTPServer):
             if len(self.sessions) >= self.gateway_limits.max_sessions:
                 if assignment is not None:
                     self._work.appendleft(assignment)
-                raise HTTPRequestError(429, f"the gateway holds its limit of {self.gateway_limits.max_sessions} "
-                                            "sessions; finish some (POST /sessions/{sid}/reward) or DELETE them",
-                                       "too_many_sessions", headers={"Retry-After": "1"})
+                raise self._full()
             sid = f"s{self._created:06d}-{uuid.uuid4().hex[:8]}"
             seed = int(meta.get("seed", derive_seed(self.seed, self._created)))
             self._created += 1
@@ -198,9 +201,25 @@ class GatewayServer(HardenedHTTPServer):
             if not s.outcome.done and not s.busy and now - s.touched > self.gateway_limits.session_ttl_s:
                 self.finish(s, [0.0] * len(s.replies), won=False, source="expired",
                             error=f"the harness left the session idle for over {self.gateway_limits.session_ttl_s:g} s")
-        for s in [s for s in self.sessions.values() if s.outcome.done and s.outcome.source == "expired"]:
-            if len(self.sessions) >= self.gateway_limits.max_sessions and self.on_finish is not None:
-                self.sessions.pop(s.sid)  # the collector has it already
+        grace = self.gateway_limits.finished_grace_s
+        for s in [s for s in self.sessions.values() if s.outcome.done and not s.busy]:
+            if now - s.finished_at > grace or (s.outcome.source == "expired" and self.on_finish is not None
+                                               and len(self.sessions) >= self.gateway_limits.max_sessions):
+                self.sessions.pop(s.sid)  # nobody took it within the grace period (or the collector has it)
+
+    def _full(self) -> HTTPRequestError:
+        """The 429 for a full gateway: what holds the cap, and when room frees up on its own."""
+        limits, now = self.gateway_limits, time.monotonic()
+        finished = [s for s in self.sessions.values() if s.outcome.done]
+        waits = [s.finished_at + limits.finished_grace_s - now for s in finished]
+        waits += [s.touched + limits.session_ttl_s - now for s in self.sessions.values() if not s.outcome.done]
+        retry = max(1, math.ceil(min(waits, default=1)))
+        return HTTPRequestError(
+            429, f"the gateway holds its limit of {limits.max_sessions} sessions ({len(self.sessions) - len(finished)} "
+                 f"open, {len(finished)} finished and not taken yet): a finished session is released "
+                 f"{limits.finished_grace_s:g} s after it ends and an idle one expires after {limits.session_ttl_s:g} s "
+                 f"(room in about {retry} s); DELETE /sessions/{{sid}} frees one now", "too_many_sessions",
+            headers={"Retry-After": str(retry)})
 
     # ----------------------------------------------------------------- calls
     def call(self, session: Session, request: dict[str, Any], kind: str) -> dict[str, Any]:

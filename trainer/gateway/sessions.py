@@ -136,6 +136,7 @@ class Session:
         self.turn_valid: list[bool] = []
         self.outcome = Outcome()
         self.created = self.touched = time.monotonic()
+        self.finished_at = math.inf  # when the outcome came (the server releases it a grace period later)
         self.env: Any = None  # env-driven mode: the env this session steps and its chat (trainer/gateway/envs.py)
         self._fingerprint: str | None = None
         self._prefix_len = 0  # messages the fingerprint covers: the previous request's plus the returned reply
@@ -229,6 +230,7 @@ class Session:
         o = self.outcome
         o.rewards, o.won, o.done, o.source = [float(r) for r in rewards], bool(won), True, source
         o.error = o.error or error
+        self.finished_at = time.monotonic()
 
     @property
     def num_tokens(self) -> int:
