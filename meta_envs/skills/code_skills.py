@@ -10,10 +10,12 @@ The gate (:func:`check_code_skill`): before any utility is measured, the skill's
 (bubblewrap by default), never in this process. Each test is one call through
 :class:`sandboxes.runner.PythonRunner`, whose nonce-tagged reply channel the untrusted code cannot write to,
 so a test passes only when the call itself returned: printing "passed", writing to file descriptors or
-exiting early forges nothing (an exit is ``died``, a hang a timeout). A skill with no test, a test file that
+exiting early forges nothing (an exit is ``died``, a hang a timeout). The box is the skill's for the whole
+gate: a test that leaves something the runner cannot write over (a FIFO in place of ``module.py`` or the
+script) fails the tests that follow, never the gate itself. A skill with no test, a test file that
 does not parse, or more than :data:`MAX_TESTS` tests fails the gate. These outcomes are the reflector's
 (``CodeSkillReport.passed`` is False); ``CodeSkillReport.infra_error`` is set only when our sandbox could not
-start, independently of the skill.
+start or its supervisor died, independently of the skill.
 
 Installing (:func:`install_code_skills`): at each reset of a Terminal episode the scripts of the library's
 code skills are written into the episode's own sandbox, the whole folder at ``/home/agent/skills/<name>/``,
@@ -35,7 +37,7 @@ from typing import Any
 import gymnasium
 
 import sandboxes
-from sandboxes import Limits, PythonRunner, RunnerError, SandboxError
+from sandboxes import Limits, PythonRunner, SandboxError
 
 SCRIPT_NAME = "skill.py"
 """File name of a code skill's script beside its tests (they ``import skill``)."""
@@ -145,12 +147,13 @@ def _run_plan(box: Any, skill: Any, plan: list[tuple[str, str, list[str]]], time
     results: dict[str, bool] = {}
     failures: list[str] = []
     for path, source, names in plan:
-        _write_files(box, RUN_DIR, skill)
         try:
+            _write_files(box, RUN_DIR, skill)
             runner = PythonRunner(box, source, directory=RUN_DIR, start_timeout=timeout)
-        except RunnerError as e:
+        except SandboxError as e:
+            _reraise_if_ours(e)
             results.update({f"{path}::{name}": False for name in names})
-            failures.append(f"{path} failed to import ({e.kind}): {str(e)[:300]}")
+            failures.append(f"{path} failed to start ({getattr(e, 'kind', 'refused')}): {str(e)[:300]}")
             continue
         try:
             for name in names:
@@ -165,11 +168,20 @@ def _run_plan(box: Any, skill: Any, plan: list[tuple[str, str, list[str]]], time
     return results, f"all {len(results)} tests passed"
 
 
+def _reraise_if_ours(error: SandboxError) -> None:
+    """A dead supervisor is our machinery failing (``infra_error``); any other refusal inside the fresh box
+    (a write onto a FIFO the skill planted where its script or module goes, a spawn it broke) comes from the
+    skill's own files and code, so it is the skill's failure."""
+    if isinstance(error, sandboxes.SandboxDied):
+        raise error
+
+
 def _call_test(runner: PythonRunner, name: str, timeout: float) -> tuple[bool, str]:
     try:
         runner.call(name, timeout=timeout)
-    except RunnerError as e:  # after a death or a timeout the runner restarts the module for the next call
-        return False, f"failed ({e.kind}): {str(e)[:300]}"
+    except SandboxError as e:  # after a death or a timeout the runner restarts the module for the next call
+        _reraise_if_ours(e)
+        return False, f"failed ({getattr(e, 'kind', 'refused')}): {str(e)[:300]}"
     return True, "passed"
 
 

@@ -117,6 +117,24 @@ def test_one_test_that_kills_its_process_does_not_fail_the_next():
     assert report.tests == {"tests/test_skill.py::test_dies": False, "tests/test_skill.py::test_fine": True}
 
 
+# A test that plants a FIFO where the runner writes next (the module it restarts from, or the script the next
+# test module imports) and exits: the sandbox refuses to write there (it never opens a FIFO), and that
+# refusal is the skill's doing, so its tests fail; it is never an exception out of the gate nor our infra_error.
+SWAP_FOR_FIFO = ("import os\n\ndef test_swap():\n    os.remove({path!r})\n    os.mkfifo({path!r})\n    os._exit(0)\n\n"
+                 "def test_after():\n    pass\n")
+
+
+@pytest.mark.parametrize("path", ["/tmp/runner/module.py", "/tmp/runner/skill.py"])
+def test_a_test_that_swaps_the_runners_files_for_a_fifo_fails_itself(path):
+    skill = code_skill(SWAP_FOR_FIFO.format(path=path), **{"tests/test_zz_second.py": "def test_second():\n    pass\n"})
+    report = check_code_skill(skill, test_timeout_s=5.0)
+    assert not report.passed and report.infra_error is None, report.detail
+    assert report.tests["tests/test_skill.py::test_swap"] is False
+    assert "not a regular file" in report.detail, report.detail
+    if path.endswith("module.py"):  # the runner cannot restart the module for the next test of that file
+        assert report.tests["tests/test_skill.py::test_after"] is False
+
+
 def test_the_script_runs_in_the_sandbox_never_on_the_host(tmp_path):
     canary = tmp_path / "canary.txt"
     canary.write_text("untouched")

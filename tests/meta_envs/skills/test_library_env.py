@@ -140,12 +140,11 @@ def test_distilled_household_steps_hold_no_instance_names():
     assert not re.search(r"[a-z] \d", skill.body), skill.body  # no "apple 1", "microwave 1": kinds and placeholders
 
 
-def _code_skill_action(answer: int) -> str:
+def _code_skill_action(answer: int, tests: str = "import skill\n\ndef test_answer():\n    assert skill.answer() == 42\n") -> str:
     md = Skill("answer-tool", "Prints the answer.", "1. python3 /home/agent/skills/answer-tool/scripts/skill.py\n",
                metadata={"kind": "code"}).to_skill_md()
     return (f"ADD\n{md}=== scripts/skill.py ===\ndef answer():\n    return {answer}\n\nif __name__ == '__main__':\n"
-            f"    print(answer())\n=== tests/test_skill.py ===\nimport skill\n\ndef test_answer():\n"
-            f"    assert skill.answer() == 42\n")
+            f"    print(answer())\n=== tests/test_skill.py ===\n{tests}")
 
 
 def test_a_code_skill_must_pass_its_own_tests_in_the_sandbox_before_it_is_measured():
@@ -158,6 +157,20 @@ def test_a_code_skill_must_pass_its_own_tests_in_the_sandbox_before_it_is_measur
         assert info["library"] == [] and info["infra_error"] is None
         _, reward, _, _, info = env.step(_code_skill_action(42))
         assert info["code_skill"]["passed"] is True and info["utility"] is not None and info["utility"]["n"] == 2
+    finally:
+        env.close()
+
+
+def test_a_code_skill_test_that_plants_a_fifo_for_the_runner_is_the_skills_failure():
+    tests = ("import os\n\ndef test_swap():\n    os.remove('/tmp/runner/module.py')\n"
+             "    os.mkfifo('/tmp/runner/module.py')\n    os._exit(0)\n\ndef test_after():\n    pass\n")
+    env = SkillLibraryEnv(family="terminal", n_shown=1, n_probes=2)
+    env.reset(seed=0)
+    try:
+        _, reward, terminated, truncated, info = env.step(_code_skill_action(42, tests))
+        assert (reward, truncated, info["infra_error"]) == (-1.0, False, None)
+        assert info["code_skill"]["passed"] is False and "not a regular file" in info["code_skill"]["detail"]
+        assert info["library"] == [] and info["utility"] is None
     finally:
         env.close()
 
