@@ -144,7 +144,7 @@ class Channel:
         del self._buffer[: end + 1]
         try:
             message = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError, MemoryError):  # too deep to parse is garbled too
             raise SandboxDied(f"{self.describe}: the supervisor sent non-JSON: {line[:200]!r}") from None
         if not isinstance(message, dict):
             raise SandboxDied(f"{self.describe}: expected a JSON object from the supervisor, got {line[:200]!r}")

@@ -14,8 +14,10 @@ What is guaranteed, and how:
   ``process_vm_*``; so writing to fd 1 or 3, or to ``/proc/<harness>/fd/1``, forges nothing.
 - An answer is for the call in flight. The harness gives each call a fresh random nonce and relays only
   the child's line that carries it; anything else the untrusted code writes is dropped. Answers cannot be
-  written ahead of a call, replayed, or attributed to another call; they are bounded (:data:`MAX_ANSWER`)
-  and must be JSON.
+  written ahead of a call, replayed, or attributed to another call; they are bounded (:data:`MAX_ANSWER`
+  bytes, :data:`MAX_DEPTH` levels of nesting, :data:`MAX_NODES` lists and objects) and must be JSON. An
+  answer out of those bounds is a :class:`RunnerError` of kind ``protocol`` (the code's outcome), checked
+  in the harness and again on the host (:func:`parse_answer`): no answer can make the host's parser recurse.
 - What the untrusted code *can* decide is what its own functions return or raise: results are data to be
   checked by the caller, never trusted verdicts. It can also stop answering (a timeout, after which the
   process is killed and the next call starts it again from the source) or kill the harness (``died``).
@@ -31,16 +33,22 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from typing import Any
 
 from .base import SandboxError
 from .supervised import SupervisedSandbox
 
 MAX_ANSWER = 16 << 20
+MAX_DEPTH = 100
+"""Deepest nesting of lists and objects in a result: parsing deeper JSON recurses (a ``RecursionError`` in
+whichever process parses it), and no module's answer needs more."""
+MAX_NODES = 1 << 20
+"""Most lists and objects in one answer: a 16 MB line of ``[],`` would cost ~400 MB of Python objects."""
 
 HARNESS = r'''
 import json, os, sys
-MAX = int(sys.argv[2])
+MAX, DEPTH, NODES = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 def undumpable():
     import ctypes
     if ctypes.CDLL(None).prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE
@@ -87,14 +95,32 @@ class Lines:
         if size + len(head) > MAX:
             return self.TOO_LONG
         return b"".join(parts) + head
+def too_deep(value, limit):
+    """Whether ``value`` nests lists and dicts more than ``limit`` deep (walked without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, (list, dict)):
+            if depth > limit:
+                return True
+            stack.extend((v, depth + 1) for v in (value.values() if isinstance(value, dict) else value))
+    return False
 def parse(line, nonce):
+    """The answer to the call of ``nonce`` in ``line``; None for a line that is not that answer."""
+    ours = nonce.encode() in line
+    if ours and line.count(b"[") + line.count(b"{") > NODES:
+        return {"protocol": f"the answer holds over {NODES} lists and objects"}
     try:
         answer = json.loads(line)
+    except (RecursionError, MemoryError):
+        return {"protocol": "the answer is nested too deep to parse"} if ours else None
     except Exception:
         return None
     if not isinstance(answer, dict) or answer.get("nonce") != nonce:
         return None
     if "result" in answer:
+        if too_deep(answer["result"], DEPTH):
+            return {"protocol": f"the answer nests lists and objects over {DEPTH} deep"}
         return {"result": answer["result"]}
     error = answer.get("error") if isinstance(answer.get("error"), dict) else {}
     return {"error": {k: str(error.get(k, ""))[:4000] for k in ("type", "message", "traceback")}}
@@ -121,7 +147,7 @@ def relay(to_child, lines):
             if line is None:
                 sys.exit("the untrusted code exited")
             if line is Lines.TOO_LONG:
-                answer = {"error": {"type": "RunnerError", "message": f"the answer is over {MAX} bytes"}}
+                answer = {"protocol": f"the answer is over {MAX} bytes"}
             else:
                 answer = parse(line, nonce)
         try:
@@ -178,7 +204,8 @@ class PythonRunner:
         flags, env = ["-I"], None
         if self.hash_seed is not None:
             flags, env = ["-P", "-s"], {"PYTHONHASHSEED": str(int(self.hash_seed))}
-        self._key = self.sandbox.spawn(["python3", *flags, "-u", "-c", HARNESS, module, str(MAX_ANSWER)], env=env)
+        self._key = self.sandbox.spawn(["python3", *flags, "-u", "-c", HARNESS, module, str(MAX_ANSWER),
+                                        str(MAX_DEPTH), str(MAX_NODES)], env=env)
         ready = self._receive(self.start_timeout, "starting")
         if not ready.get("ready"):
             raise RunnerError(f"the runner did not start properly: {ready!r:.200}", kind="protocol")
@@ -193,6 +220,8 @@ class PythonRunner:
         if answer.get("id") != request_id:
             self.stop()
             raise RunnerError(f"{method}: answer out of order ({answer!r:.200})", kind="protocol")
+        if "protocol" in answer:  # the harness caught an answer out of bounds; its process is still in step
+            raise RunnerError(f"{method}: {str(answer['protocol'])[:300]}", kind="protocol")
         if "error" in answer:
             error = answer["error"] if isinstance(answer["error"], dict) else {}
             message = f"{method} raised {error.get('type')}: {error.get('message')}"
@@ -215,11 +244,54 @@ class PythonRunner:
                 raise RunnerError(f"{what}: the process exited: {stderr.decode(errors='replace')[-2000:]}", kind="died")
             raise RunnerError(f"{what}: no answer within {timeout} s; the process was killed", kind="timeout")
         try:
-            answer = json.loads(line)
-        except ValueError:
+            answer = parse_answer(line)
+        except ValueError as e:
             self.stop()
-            raise RunnerError(f"{what}: the process answered non-JSON: {line[:200]!r}", kind="protocol") from None
-        if not isinstance(answer, dict):
-            self.stop()
-            raise RunnerError(f"{what}: expected a JSON object, got {line[:200]!r}", kind="protocol")
+            raise RunnerError(f"{what}: {e}", kind="protocol") from None
         return answer
+
+
+def parse_answer(line: bytes) -> dict[str, Any]:
+    """One answer line from the sandbox, parsed as hostile: bounded in size, depth and count of containers.
+
+    The harness already bounds what it relays; this is the host's own check, since the harness runs where the
+    untrusted code does. Anything out of bounds (too deep for the parser included) is a ``ValueError``.
+
+    >>> parse_answer(b'{"id": 1, "result": [1, [2]]}')
+    {'id': 1, 'result': [1, [2]]}
+    >>> parse_answer(b"[" * 5000 + b"]" * 5000)
+    Traceback (most recent call last):
+    ...
+    ValueError: expected a JSON object nested at most 102 deep, got 5000 deep
+    """
+    if len(line) > MAX_ANSWER + 4096:
+        raise ValueError(f"expected an answer of at most {MAX_ANSWER} bytes, got {len(line)}")
+    containers = line.count(b"[") + line.count(b"{")  # an upper bound (brackets inside strings count too)
+    if containers > MAX_NODES:
+        raise ValueError(f"expected at most {MAX_NODES} lists and objects in an answer, got up to {containers}")
+    depth = _depth(line) if containers > MAX_DEPTH + 2 else containers
+    if depth > MAX_DEPTH + 2:  # a result MAX_DEPTH deep, inside the answer's object
+        raise ValueError(f"expected a JSON object nested at most {MAX_DEPTH + 2} deep, got {depth} deep")
+    try:
+        answer = json.loads(line)
+    except (ValueError, RecursionError, MemoryError) as e:
+        raise ValueError(f"the process answered non-JSON ({type(e).__name__}): {line[:200]!r}") from None
+    if not isinstance(answer, dict):
+        raise ValueError(f"expected a JSON object, got {line[:200]!r}")
+    return answer
+
+
+_TOKENS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+
+
+def _depth(line: bytes) -> int:
+    """The deepest nesting of brackets in JSON text, strings skipped (never parsed, so never recursing)."""
+    depth = deepest = 0
+    for match in _TOKENS.finditer(line):
+        token = match.group()
+        if token in (b"[", b"{"):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif token in (b"]", b"}"):
+            depth -= 1
+    return deepest

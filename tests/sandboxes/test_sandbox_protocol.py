@@ -42,6 +42,7 @@ def test_channel_round_trip_and_split_lines():
 @pytest.mark.parametrize("chunks, match", [
     ((b"not json\n",), "non-JSON"),
     ((b"[1, 2]\n",), "expected a JSON object"),
+    ((b"[" * 100_000 + b"]" * 100_000 + b"\n",), "non-JSON"),  # too deep to parse: garbled, not a crash
     ((b"",), "exited"),
     ((), "did not answer in time"),
 ])
