@@ -21,7 +21,9 @@ Reward of an operation ``L → L ⊕ op`` (``U``, ``sd``, ``n``, regressions: :m
     r = U − 0.5 · regressions / n − 0.1 · max(0, tokens − 800) / 1000
 
 where ``tokens`` is the body length of the skill the operation writes (0 for REMOVE). The operation enters
-the library only if ``accept``: ``U − sd/√n > 0`` and ``regressions ≤ 0.1·n``; otherwise the library stays.
+the library only if ``accept``: ``U − sd/√n > 0`` and ``regressions ≤ 0.1·n``; otherwise the library stays
+and the operation earns ``min(r, 0)``: only accepted changes earn, so resending a rejected operation with a
+positive ``U`` farms nothing, while a harmful one still pays its negative ``r``.
 ``KEEP`` and ``DONE`` earn 0 and measure nothing. An action that is no applicable operation (an unknown verb,
 a malformed SKILL.md, a name not in the library) is ``action_valid=False``, reward −1, and still counts as
 an operation. A ``kind: code`` skill (Terminal) must pass the tests it brings, run in a sandbox, before
@@ -30,7 +32,8 @@ env failing on its own is ``info["infra_error"]`` (the episode is truncated, rew
 
 Info keys on each step: ``operation`` (the verb, or ``None`` when unparseable), ``accepted``, ``utility``
 (:meth:`~meta_envs.skills.utility.Utility.to_info`, or ``None`` when nothing was measured),
-``reward_components`` (``U``, ``regression_term``, ``token_term``, ``tokens``), ``library`` (skill names
+``reward_components`` (``U``, ``regression_term``, ``token_term``, ``tokens``, ``withheld``: the positive
+part a rejected operation was not paid), ``library`` (skill names
 after the step), plus ``code_skill`` for code skills. ``won``: some operation was accepted this episode;
 ``score``: the sum of the accepted operations' ``U`` (how much the library gained, as measured). ``metrics``: ``operations``, ``skills``,
 ``library_tokens``, ``accepted``.
@@ -90,7 +93,8 @@ OPERATIONS = """One operation per reply (at most {max_ops} in all):
 ADD + a whole SKILL.md on the next lines | EDIT <name> + SKILL.md | REMOVE <name> | MERGE <a> <b> [+ SKILL.md]
 | KEEP | DONE. SKILL.md: `---`, `name:` (lowercase, digits, single hyphens), `description:`, `---`, body.
 Reward: measured utility on held-out tasks, U - 0.5*regressions/n - 0.1*max(0, tokens - 800)/1000; accepted
-into the library only if U - sd/sqrt(n) > 0 and at most 10% of probes regress. Invalid operations: -1."""
+into the library only if U - sd/sqrt(n) > 0 and at most 10% of probes regress, and a rejected operation earns
+at most 0. Invalid operations: -1."""
 
 
 class SkillLibraryEnv(TextEnv):
@@ -189,8 +193,8 @@ class SkillLibraryEnv(TextEnv):
                   extra: dict[str, Any]) -> Step:
         u = measure_utility(self.runner, self.library, new_library, self.probes, self.actor, shown=self.shown)
         tokens = skill.tokens if skill is not None else 0
-        reward, components = operation_reward(u, tokens)
         accepted = accept(u)
+        reward, components = operation_reward(u, tokens, accepted=accepted)
         if accepted:
             self.library, self.accepted, self.gain = new_library, self.accepted + 1, self.gain + u.U
         verdict = "accepted" if accepted else "rejected"
@@ -235,12 +239,16 @@ class SkillLibraryEnv(TextEnv):
         super().close()
 
 
-def operation_reward(u: Utility, tokens: int) -> tuple[float, dict[str, float]]:
-    """``r = U − 0.5·regressions/n − 0.1·max(0, tokens − 800)/1000`` and its terms."""
+def operation_reward(u: Utility, tokens: int, *, accepted: bool = True) -> tuple[float, dict[str, float]]:
+    """``r = U − 0.5·regressions/n − 0.1·max(0, tokens − 800)/1000`` and its terms; a rejected operation
+    earns at most 0 (``withheld``: what it was not paid), since it changed nothing and could be resent
+    forever to farm its ``U`` while the library stays as it was."""
     regression_term = 0.5 * u.regressions / u.n
     token_term = 0.1 * max(0, tokens - FREE_TOKENS) / 1000
-    reward = u.U - regression_term - token_term
-    return reward, {"U": u.U, "regression_term": regression_term, "token_term": token_term, "tokens": float(tokens)}
+    measured = u.U - regression_term - token_term
+    reward = measured if accepted else min(measured, 0.0)
+    return reward, {"U": u.U, "regression_term": regression_term, "token_term": token_term, "tokens": float(tokens),
+                    "withheld": measured - reward}
 
 
 class _Expert:

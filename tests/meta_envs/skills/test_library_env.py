@@ -70,6 +70,19 @@ def test_a_wrong_procedure_is_rejected_and_removing_it_later_earns_a_positive_re
     assert reward > 0 and info["accepted"] and info["library"] == ["heat-then-place"]
 
 
+def test_a_rejected_operation_earns_nothing_however_often_it_is_resent():
+    # On household (every task type) seed 0, the heat skill fixes one probe of 16: U = 1/16 > 0, but not above
+    # the confidence bound, so it is rejected. Resending it must not farm U while the library stays empty.
+    env = _env("household")
+    rewards = []
+    for _ in range(4):
+        _, reward, _, _, info = env.step("ADD\n" + HEAT.to_skill_md())
+        assert info["utility"]["U"] > 0 and not info["accepted"] and info["library"] == []
+        rewards.append(reward)
+    assert rewards == [0.0] * 4 and not info["won"] and info["score"] == 0.0
+    assert info["reward_components"]["withheld"] == pytest.approx(info["utility"]["U"])  # shown, not paid
+
+
 def test_ten_copies_score_no_better_than_one_and_merging_them_earns_at_least_zero():
     copies = [Skill(f"heat-copy-{i}", HEAT.description, HEAT.body) for i in range(10)]
     one = _env()
