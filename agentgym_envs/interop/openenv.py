@@ -41,7 +41,12 @@ from ..policies.env_side import expert_action
 from ..registration import make
 
 __all__ = ["AgentgymAction", "AgentgymObservation", "AgentgymState", "AgentgymEnvironment", "AgentgymEnvClient",
-           "create_app"]
+           "ResetRefused", "create_app"]
+
+
+class ResetRefused(ValueError):
+    """A ``reset`` argument the env cannot take (a bad ``task_index``): the client's mistake, answered with HTTP
+    422 (:func:`create_app`) or a WebSocket error message, never a 500."""
 
 
 class AgentgymAction(Action):
@@ -86,7 +91,7 @@ class AgentgymEnvironment(Environment[AgentgymAction, AgentgymObservation, Agent
     def reset(self, seed: int | None = None, episode_id: str | None = None, task_index: int | None = None,
               **kwargs: Any) -> AgentgymObservation:
         """The env's seeded reset; ``task_index`` picks a task of a task env (``options={"task_index": i}``)."""
-        options = None if task_index is None else {"task_index": int(task_index)}
+        options = None if task_index is None else {"task_index": self._task_index(task_index)}
         text, info = self._env.reset(seed=seed, options=options)
         self._state = AgentgymState(env_id=self.env_id, seed=seed, episode_id=episode_id, step_count=0)
         self._started = True
@@ -105,6 +110,16 @@ class AgentgymEnvironment(Environment[AgentgymAction, AgentgymObservation, Agent
         state.won = bool(info.get("won", state.won))
         state.done = bool(terminated or truncated)
         return _observation(text, reward, state.done, info)
+
+    def _task_index(self, task_index: Any) -> int:
+        """``task_index`` as the client sent it, checked: an int (not a bool) in the env's task list (any index in
+        ``[0, 2**63)`` for an env without one, which ignores it); else :class:`ResetRefused` (HTTP 422)."""
+        tasks = getattr(self._env.unwrapped, "num_tasks", None)
+        limit = tasks if isinstance(tasks, int) else 1 << 63
+        if isinstance(task_index, bool) or not isinstance(task_index, int) or not 0 <= task_index < limit:
+            raise ResetRefused(f"task_index must be an int in [0, {limit}) for {self.env_id}, got "
+                               f"{str(task_index)[:40]!r}")
+        return task_index
 
     @property
     def state(self) -> AgentgymState:
@@ -143,27 +158,51 @@ def create_app(env_id: str, *, protocol: str | None = "plain", max_turns: int | 
         return AgentgymEnvironment(env_id, protocol=protocol, max_turns=max_turns, **make_kwargs)
 
     factory()  # fail here, at build time, on an unknown id or bad kwargs, not on the first client
-    return http_server.create_app(factory, AgentgymAction, AgentgymObservation, env_name=env_id.replace("/", "_"),
-                                  max_concurrent_envs=max_concurrent_envs, state_cls=AgentgymState)
+    app = http_server.create_app(factory, AgentgymAction, AgentgymObservation, env_name=env_id.replace("/", "_"),
+                                 max_concurrent_envs=max_concurrent_envs, state_cls=AgentgymState)
+    app.add_exception_handler(ResetRefused, _refused)
+    return app
+
+
+def _refused(request: Any, error: Exception) -> Any:
+    """HTTP 422 in FastAPI's own shape for a :class:`ResetRefused` (``/reset``'s body was valid JSON, its
+    ``task_index`` is not one this env has)."""
+    from fastapi.responses import JSONResponse
+
+    return JSONResponse(status_code=422, content={"detail": [{"loc": ["body", "task_index"], "msg": str(error),
+                                                              "type": "value_error"}]})
 
 
 def _observation(text: Any, reward: Any, done: bool, info: dict[str, Any]) -> AgentgymObservation:
     native = info.get("native_action")
-    return AgentgymObservation(text=str(text), reward=float(reward), done=done,
+    return AgentgymObservation(text=_utf8(str(text)), reward=float(reward), done=done,
                                action_valid=bool(info.get("action_valid", True)), won=bool(info.get("won", False)),
-                               native_action=None if native is None else str(native), info=_json_safe(info))
+                               native_action=None if native is None else _utf8(str(native)), info=_json_safe(info))
+
+
+def _utf8(text: str) -> str:
+    """``text`` with each lone surrogate (a reply's ``"\\ud800"`` escape, echoed by the env) replaced by U+FFFD: it
+    cannot be written as UTF-8, and the observation of a step the env has already taken must reach the client.
+    Surrogate pairs become the characters they encode."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 def _json_safe(value: Any) -> Any:
     """``value`` as plain JSON types: numpy scalars unwrapped, non-finite floats as None, the rest as strings."""
     if isinstance(value, dict):
-        return {str(key): _json_safe(item) for key, item in value.items()}
+        return {_utf8(str(key)): _json_safe(item) for key, item in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
         return [_json_safe(item) for item in value]
     if hasattr(value, "item") and callable(value.item) and getattr(value, "shape", None) == ():
         value = value.item()
     if isinstance(value, float):
         return value if math.isfinite(value) else None
-    if value is None or isinstance(value, (bool, int, str)):
+    if isinstance(value, str):
+        return _utf8(value)
+    if value is None or isinstance(value, (bool, int)):
         return value
-    return str(value)
+    return _utf8(str(value))

@@ -147,3 +147,51 @@ def test_malformed_action_json_is_refused_and_the_server_lives_on(servers):
 def test_unknown_env_id_fails_when_the_app_is_built():
     with pytest.raises(agentgym_envs.core.UnknownEnvError, match="Maze"):
         create_app("agentgym/Maze-Eazy-v0")
+
+
+@pytest.fixture(scope="module")
+def household():
+    server = _Server(create_app("agentgym/Household-PickPlace-v0"))
+    yield server
+    server.stop()
+
+
+def test_a_bad_task_index_is_refused_as_the_clients_mistake(household, servers):
+    """``/reset`` with a task index that is not an int, or outside the env's task list, is 422 (not 500), over HTTP
+    and over the WebSocket (an error message, and the session goes on); a good one still picks its task."""
+    for url in (household.url, servers["agentgym/Maze-Easy-v0"].url):
+        for bad in ("x", 1.5, True, [1], -1, 2**64):
+            answer = requests.post(url + "/reset", json={"seed": SEED, "task_index": bad}, timeout=10)
+            assert answer.status_code == 422 and "task_index" in answer.text, (url, bad, answer.status_code)
+    answer = requests.post(household.url + "/reset", json={"seed": SEED, "task_index": 10**9}, timeout=10)
+    assert answer.status_code == 422 and "[0, " in answer.text
+    first = requests.post(household.url + "/reset", json={"seed": SEED, "task_index": 3}, timeout=10)
+    again = requests.post(household.url + "/reset", json={"seed": SEED + 1, "task_index": 3}, timeout=10)
+    assert first.status_code == again.status_code == 200
+    with websockets.sync.client.connect(household.url.replace("http", "ws") + "/ws") as ws:
+        ws.send(json.dumps({"type": "reset", "data": {"seed": SEED, "task_index": 10**9}}))
+        refused = json.loads(ws.recv())
+        assert refused["type"] == "error" and "task_index" in json.dumps(refused)
+        ws.send(json.dumps({"type": "reset", "data": {"seed": SEED, "task_index": 3}}))
+        assert json.loads(ws.recv())["type"] == "observation"
+
+
+def test_a_lone_surrogate_in_a_reply_still_delivers_the_steps_observation(servers):
+    """A reply holding a lone surrogate (legal in JSON's ``\\ud800`` escape, not in UTF-8) steps the env; the
+    observation that echoes it must still reach the client (the surrogate replaced), or the step's observation
+    and reward are lost while the env has moved on."""
+    url = servers["agentgym/Maze-Easy-v0"].url
+    with websockets.sync.client.connect(url.replace("http", "ws") + "/ws") as ws:
+        ws.send(json.dumps({"type": "reset", "data": {"seed": SEED}}))
+        assert json.loads(ws.recv())["type"] == "observation"
+        ws.send('{"type": "step", "data": {"text": "go \\ud800north \\udfff"}}')
+        answer = json.loads(ws.recv())
+        assert answer["type"] == "observation", answer
+        observation = answer["data"]["observation"]
+        assert not observation["action_valid"] and "\ufffd" in observation["native_action"]
+        assert answer["data"]["reward"] == 0.0
+        ws.send(json.dumps({"type": "state"}))
+        assert json.loads(ws.recv())["data"]["step_count"] == 1
+    stateless = requests.post(url + "/step", data=b'{"action": {"text": "\\udbff go"}}', timeout=10,
+                              headers={"content-type": "application/json"})
+    assert stateless.status_code == 200 and "reset()" in stateless.json()["observation"]["text"]
