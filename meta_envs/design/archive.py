@@ -8,7 +8,9 @@ Layout (``docs/meta_envs.md``)::
     <archive>/rejected/<sha>.json   a rejected design's failed gate and detail (exemplars for the brief)
 
 Writes are atomic (a temp folder renamed into place), so a crash never leaves half an entry and two
-writers of the same env agree. Reading checks that ``env.py`` still hashes to its folder's name and
+writers of the same env agree. A run that owns the archive (``agentgym selfplay``) holds
+:meth:`EnvArchive.writer`, an advisory lock on ``<archive>/.writer.lock``: a second such run is refused
+with :class:`ArchiveBusy` instead of interleaving its rounds and report with the first's. Reading checks that ``env.py`` still hashes to its folder's name and
 skips (and reports) entries that do not, so a tampered file is never played under an accepted name.
 Records are JSON; nothing here unpickles or imports a module: the archived source runs only in a
 sandbox (:mod:`meta_envs.design.generated`).
@@ -16,6 +18,7 @@ sandbox (:mod:`meta_envs.design.generated`).
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import math
@@ -23,6 +26,8 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +40,33 @@ _SHA = re.compile(r"[0-9a-f]{64}")
 
 class ArchiveError(ValueError):
     """A bad archive request (unknown sha, bad rule, empty archive); the message says what to do."""
+
+
+class ArchiveBusy(ArchiveError):
+    """Another process holds the lock this one needs (one line: what is locked, by which pid, what to do)."""
+
+
+@contextmanager
+def exclusive(lock_path: str | os.PathLike, what: str) -> Iterator[None]:
+    """Hold an exclusive advisory lock (``flock``) on ``lock_path`` (created) for the ``with`` block.
+
+    Never waits: a lock held by another process raises :class:`ArchiveBusy` at once. The lock dies with its
+    holder (the kernel drops it when the process exits, however it exits), so no stale lock outlives a crash;
+    the file keeps the holder's pid for the message.
+    """
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+            raise ArchiveBusy(f"{what} is in use by another run (pid {holder}); wait for it to finish, "
+                              "or use another path") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # closing the only descriptor releases the lock
 
 
 def source_sha(source: str) -> str:
@@ -92,6 +124,10 @@ class EnvArchive:
 
     def __len__(self) -> int:
         return len(self.entries())
+
+    def writer(self) -> AbstractContextManager[None]:
+        """The archive's single-writer lock (see the module docstring); raises :class:`ArchiveBusy` if held."""
+        return exclusive(self.path / ".writer.lock", f"archive {self.path}")
 
     def add(self, source: str, record: dict) -> str:
         """Store an accepted env; returns its sha. Adding the same source again keeps the first record."""

@@ -32,8 +32,11 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import tempfile
 import time
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -258,21 +261,42 @@ def run_selfplay(config: SelfPlayConfig, designer: Designer, solver: Any | None 
     An existing report at ``report_path`` written with the same config (``rounds`` aside) is continued: its
     rounds are kept and the new ones are numbered after them (seeded by their number, so they are new
     briefs). A fresh design env does not remember its last result, so a continued run is not byte-identical
-    to an uninterrupted one. A report of another config is refused rather than overwritten."""
-    previous = previous_rounds(report_path, config) if report_path is not None else []
-    Path(config.archive).mkdir(parents=True, exist_ok=True)
-    env = make_design_env(config, solver)
-    reports: list[RoundReport] = []
-    try:
-        for r in range(len(previous), len(previous) + config.rounds):
-            reports.append(play_round(env, designer, config, r))
-            if report_path is not None:
-                write_report(report_path, config, reports, previous)
-            if on_round is not None:
-                on_round(reports[-1])
-    finally:
-        env.close()
+    to an uninterrupted one. A report of another config is refused rather than overwritten.
+
+    The run holds its archive's and its report's locks throughout (:func:`hold_locks`): a second run on
+    either is refused with a :class:`SelfPlayError` at once, before it reads or writes anything."""
+    with ExitStack() as locks:
+        hold_locks(locks, config, report_path)
+        previous = previous_rounds(report_path, config) if report_path is not None else []
+        env = make_design_env(config, solver)
+        reports: list[RoundReport] = []
+        try:
+            for r in range(len(previous), len(previous) + config.rounds):
+                reports.append(play_round(env, designer, config, r))
+                if report_path is not None:
+                    write_report(report_path, config, reports, previous)
+                if on_round is not None:
+                    on_round(reports[-1])
+        finally:
+            env.close()
     return reports
+
+
+def hold_locks(locks: ExitStack, config: SelfPlayConfig, report_path: str | Path | None) -> None:
+    """Take the archive's writer lock and the report's lock (``.<report>.lock`` beside it) into ``locks``.
+
+    Two runs on one archive would interleave their rounds and the last writer's report would replace the
+    other's (which then could not continue it), so one run owns both; a second is refused in one line."""
+    from .archive import ArchiveBusy, EnvArchive, exclusive
+
+    try:
+        locks.enter_context(EnvArchive(config.archive).writer())
+        if report_path is not None:
+            path = Path(report_path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            locks.enter_context(exclusive(path.with_name(f".{path.name}.lock"), f"self-play report {path}"))
+    except ArchiveBusy as e:
+        raise SelfPlayError(str(e)) from None
 
 
 def play_round(env: Any, designer: Designer, config: SelfPlayConfig, r: int) -> RoundReport:
@@ -327,12 +351,18 @@ def report_dict(config: SelfPlayConfig, reports: Sequence[RoundReport],
 
 def write_report(path: str | Path, config: SelfPlayConfig, reports: Sequence[RoundReport],
                  previous: Sequence[dict[str, Any]] = ()) -> None:
-    """Write the JSON report atomically (a temp file renamed over the old one)."""
+    """Write the JSON report atomically: a temp file of this writer's own (never shared with another
+    process writing beside it) renamed over the old one."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(report_dict(config, reports, previous), indent=1, sort_keys=True))
-    tmp.replace(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(json.dumps(report_dict(config, reports, previous), indent=1, sort_keys=True))
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def previous_rounds(path: str | Path, config: SelfPlayConfig) -> list[dict[str, Any]]:
