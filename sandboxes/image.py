@@ -10,9 +10,11 @@ host's own ``/usr`` and ``/etc`` (read-only), which is fine for commands but not
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import re
 import shutil
+import tarfile
 import threading
 from functools import cache
 from pathlib import Path
@@ -23,6 +25,7 @@ from .base import SandboxUnavailable
 ROOTFS = Path(os.environ.get("AGENTGYM_ROOTFS", "/var/lib/agentgym/rootfs"))
 BASE_IMAGE = os.environ.get("AGENTGYM_IMAGE", "agentgym/base:1")
 CONTAINER_LABEL = "org.agentgym.sandbox"
+OFFLINE_DOCKERFILE = ".agentgym.Dockerfile"
 SETUP_HINT = ("run `sudo bash scripts/setup_sandboxes.sh` (installs bubblewrap and docker.io, starts dockerd, "
               "builds the image)")
 #: What tasks may rely on (kept in sync with scripts/setup_sandboxes.sh). The first line serves the shipped
@@ -119,9 +122,12 @@ def docker_problem(image: str = BASE_IMAGE) -> str | None:
     return None
 
 
-def build_image(context: Path, *, name: str, dockerfile: str = "Dockerfile") -> str:
+def build_image(context: Path, *, name: str, dockerfile: str = "Dockerfile", text: str | None = None) -> str:
     """Build a task's own image locally (tagged by a hash of its build context, so rebuilding is skipped).
 
+    ``text``, when given, is the Dockerfile to build instead of the context's ``dockerfile`` (an imported
+    task's Dockerfile rewritten for offline use); it is part of the hash. Builds run without network
+    (``network_mode="none"``): the sandboxes have none, and no registry is assumed.
     Raises :class:`SandboxUnavailable` with the build log's tail when the build fails — typically a
     ``FROM`` image that is not present locally while no registry is reachable.
     """
@@ -132,14 +138,18 @@ def build_image(context: Path, *, name: str, dockerfile: str = "Dockerfile") -> 
         base_id = client.images.get(BASE_IMAGE).id
     except docker.errors.ImageNotFound:
         base_id = ""
-    tag = f"agentgym/task-{_slug(name)}:{_context_hash(context, base_id)}"
+    tag = f"agentgym/task-{_slug(name)}:{_context_hash(context, base_id + (text or ''))}"
     try:
         client.images.get(tag)
         return tag
     except docker.errors.ImageNotFound:
         pass
     try:
-        client.images.build(path=str(context), dockerfile=dockerfile, tag=tag, rm=True, forcerm=True, pull=False)
+        source: dict[str, Any] = {"path": str(context), "dockerfile": dockerfile}
+        if text is not None:
+            source = {"fileobj": _context_tar(context, OFFLINE_DOCKERFILE, text), "custom_context": True,
+                      "dockerfile": OFFLINE_DOCKERFILE}
+        client.images.build(**source, tag=tag, rm=True, forcerm=True, pull=False, network_mode="none")
     except docker.errors.BuildError as e:
         log = "".join(str(chunk.get("stream", chunk.get("error", ""))) for chunk in e.build_log)[-800:]
         raise SandboxUnavailable(f"building the image for {name} failed: {e.msg}\n{log}") from e
@@ -153,6 +163,20 @@ def _context_hash(context: Path, salt: str) -> str:
     for path in sorted(p for p in context.rglob("*") if p.is_file()):
         digest.update(str(path.relative_to(context)).encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:16]
+
+
+def _context_tar(context: Path, name: str, text: str) -> io.BytesIO:
+    """The build context as a tar, with ``text`` added as the Dockerfile ``name`` (symlinks kept as links)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for path in sorted(context.rglob("*")):
+            tar.add(path, arcname=str(path.relative_to(context)), recursive=False)
+        data = text.encode()
+        info = tarfile.TarInfo(name)
+        info.size, info.mode = len(data), 0o644
+        tar.addfile(info, io.BytesIO(data))
+    buffer.seek(0)
+    return buffer
 
 
 def _slug(name: str) -> str:

@@ -7,7 +7,8 @@ shell restarted) and ``[exit code N] cwd$``. ``submit`` ends the episode: the ta
 sandbox, reward = fraction passed, ``won`` = all passed. Other steps give reward 0.
 
 Extra info keys: ``exit_code`` and ``cwd`` on command steps, ``tests`` (name → passed) on submit,
-``task_id`` on reset, ``sandbox_error`` when the sandbox refused an operation (below).
+``task_id`` and ``task_notes`` (the import report: what of its Dockerfile was not honoured) on reset,
+``sandbox_error`` when the sandbox refused an operation (below).
 
 Whose failure is it? Everything an agent's command can reach is its own outcome, never ``infra_error``:
 
@@ -51,11 +52,12 @@ from ..core.errors import InfraError, SnapshotError
 from ..core.spaces import UnicodeText
 from ..core.task_env import TaskEnv
 from ..core.text_env import Step
+from . import prebuilt
+from .prebuilt import DEFAULT_WRITABLE
 from .render import TOOLS, parse_action, render_result
 from .task import CommandTests, TerminalTask, install
 
 _SAMPLE_CHARS = string.ascii_letters + string.digits + " "
-DEFAULT_WRITABLE = ("/work", "/tmp", "/home/agent")
 IMAGE_WRITABLE = ("/tmp", "/tests", "/logs", "/solution")
 #: Commands whose UTF-8 form is longer are sent in pieces of this many characters (each under 64 KiB, the
 #: supervisor's inline limit, even when every character is a quote and becomes four bytes).
@@ -77,6 +79,7 @@ class TerminalEnv(TaskEnv):
     max_observation_chars: ClassVar[int] = 32_768
     snapshot_exclude: ClassVar[tuple[str, ...]] = (
         "tasks", "refused", "backend", "command_timeout", "_limits", "_backend_options", "_box", "_box_key", "_shell",
+        "_prebuilds",
     )
 
     def __init__(
@@ -101,6 +104,7 @@ class TerminalEnv(TaskEnv):
         self._limits, self._backend_options = limits or Limits(), backend_options
         self._box: sandboxes.SupervisedSandbox | None = None
         self._box_key: tuple | None = None
+        self._prebuilds: dict[str, str | prebuilt.Overlay] = {}
         self._shell: sandboxes.ShellSession | None = None
         self._history: list[str] = []
         self._expert_step = 0
@@ -115,7 +119,7 @@ class TerminalEnv(TaskEnv):
         observation, info = super()._reset(options)
         self._history, self._expert_step, self._cwd = [], 0, self.task.workdir
         self._start_task()
-        return observation, info
+        return observation, {**info, "task_notes": list(self.task.notes)}
 
     def _step(self, action: str) -> Step:
         kind, command = parse_action(action)
@@ -201,7 +205,7 @@ class TerminalEnv(TaskEnv):
         """A pristine sandbox with the task installed and a live shell in its work directory."""
         try:
             box = self._sandbox_for(self.task)
-            install(self.task, box)
+            self._install(self.task, box)
             self._shell = box.open_shell(cwd=self.task.workdir, env=dict(self.task.env))
         except SandboxError as e:
             self._drop_box()
@@ -214,21 +218,42 @@ class TerminalEnv(TaskEnv):
             self._box.reset()
             return self._box
         self._drop_box()
-        image, writable = key
-        options = dict(self._backend_options)
-        if image is not None:
-            options.update(image=image, writable_root=True, run_as_root=True)
+        extra, writable = key
+        options = {**self._backend_options, **dict(extra)}
         self._box = sandboxes.make(self.backend, self._limits, writable=writable, **options)
         self._box_key = key
         return self._box
 
-    def _sandbox_key(self, task: TerminalTask) -> tuple[str | None, tuple[str, ...]]:
+    def _sandbox_key(self, task: TerminalTask) -> tuple[tuple[tuple[str, Any], ...], tuple[str, ...]]:
+        """The backend options and writable directories ``task`` needs (images and overlays built once)."""
+        as_image = (("writable_root", True), ("run_as_root", True))
+        built = self._prebuilt(task)
+        if isinstance(built, prebuilt.Overlay):
+            return (("binds", built.binds()),), prebuilt.writable_dirs(task)
+        if built is not None:
+            return (("image", built), *as_image), IMAGE_WRITABLE
         if task.image is None:
-            return None, tuple(dict.fromkeys(DEFAULT_WRITABLE + task.writable))
+            return (), prebuilt.writable_dirs(task)
         from sandboxes.image import build_image
 
         tag = build_image(task.image.context, name=task.id, dockerfile=task.image.dockerfile)
-        return tag, IMAGE_WRITABLE
+        return (("image", tag), *as_image), IMAGE_WRITABLE
+
+    def _prebuilt(self, task: TerminalTask) -> str | prebuilt.Overlay | None:
+        """The task's prebuilt image (docker) or overlay (bwrap), when its RUN steps write system dirs."""
+        if task.image is not None or task.prebuild is None:
+            return None
+        if task.id not in self._prebuilds:
+            self._prebuilds[task.id] = prebuilt.prepare(task, self.backend)
+        return self._prebuilds[task.id]
+
+    def _install(self, task: TerminalTask, box: sandboxes.SupervisedSandbox) -> None:
+        """Files and setup; a prebuilt task's are in its image (docker) or its kept state (bwrap)."""
+        built = self._prebuilt(task)
+        if isinstance(built, prebuilt.Overlay):
+            prebuilt.install_state(built, box, task)
+        elif built is None:
+            install(task, box)
 
     def _drop_box(self) -> None:
         box, self._box, self._box_key, self._shell = self._box, None, None, None

@@ -27,12 +27,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sandboxes import SandboxUnavailable
+from sandboxes import SandboxError, SandboxUnavailable
 from sandboxes.image import BASE_IMAGE
 from sandboxes.supervised import BASE_ENV
 
 from .offline import rewrite_line, rewrite_script
-from .task import DIFFICULTIES, TASK_ENV, ImageSpec, TerminalTask, Verifier
+from .task import DIFFICULTIES, TASK_ENV, ImageSpec, PrebuildSpec, TerminalTask, Verifier
 from .verifiers import PytestSummary, RewardFile
 
 BASE_NAMES = {BASE_IMAGE, BASE_IMAGE.split(":")[0], BASE_IMAGE.split(":")[0] + ":latest"}
@@ -44,6 +44,8 @@ VERIFY_DIRS = ("/tests", "/logs", "/solution")
 SYSTEM_ROOTS = {"usr", "etc", "bin", "sbin", "lib", "lib64", "var", "opt"}
 """Top-level directories of the image itself: files copied there need a real build."""
 KERNEL_ROOTS = SYSTEM_ROOTS | {"proc", "sys", "dev", "boot", "run", "root", "mnt", "media"}
+#: System directories RUN steps may write, each built once per task (``/usr/bin`` or ``/usr/lib`` are too big to copy).
+_SYSTEM_PATH = re.compile(r"(?<![\w.$}/-])/(opt|etc|srv|home(?!/agent\b)|usr/local|var/[\w.-]+)(?=[/\s\"';&|)]|$)")
 _VARIABLE = re.compile(r"\\\$|\$\{(\w+)(?::?([-+])([^}]*))?\}|\$(\w+)")
 
 
@@ -147,6 +149,14 @@ def usable_tasks(
 
 
 def _refusal(task: TerminalTask, backend: str) -> str | None:
+    if task.image is None and task.prebuild is not None:
+        from .prebuilt import prepare
+
+        try:
+            prepare(task, backend)
+        except SandboxError as e:  # a failed build (or no engine): refused with the reason
+            return str(e)
+        return None
     if task.image is None:
         return None
     if backend != "docker":
@@ -182,6 +192,11 @@ def _task(
         note = f"needs its own image ({plan.build_reason}): docker only, run as root on a writable root"
         common["notes"] = (*common["notes"], note)
         return TerminalTask(**common, image=ImageSpec(dockerfile.parent, dockerfile.name, plan.build_reason))
+    if plan.system_dirs:
+        dirs = tuple(sorted(plan.system_dirs))
+        common["prebuild"] = PrebuildSpec(dockerfile.parent, "\n".join(plan.lines) + "\n", dirs)
+        common["notes"] += (f"RUN steps write {', '.join(dirs)}: built once per content (docker: the Dockerfile, "
+                            "offline, as an image; bwrap: a per-task copy of those directories, bound read-only)",)
     roots = {"/" + p.strip("/").split("/")[0] for p, _ in plan.files} | {"/" + plan.workdir.strip("/").split("/")[0]}
     roots |= plan.run_roots
     writable = tuple(sorted(roots - {"/work", "/tmp", "/home", "/"})) + VERIFY_DIRS
@@ -204,6 +219,10 @@ class DockerfilePlan:
     """Top-level directories the RUN steps name (``/oracle``): made writable, as in a built image."""
     build_reason: str | None = None
     stages: int = 0
+    lines: list[str] = field(default_factory=list)
+    """The Dockerfile rewritten for offline use (``FROM`` our base, ``RUN`` through the offline rules)."""
+    system_dirs: set[str] = field(default_factory=set)
+    """System directories the RUN steps name (``/opt``, ``/usr/local``): see :class:`PrebuildSpec`."""
 
     def need_build(self, reason: str) -> None:
         self.build_reason = self.build_reason or reason
@@ -219,6 +238,8 @@ def plan_dockerfile(dockerfile: Path) -> DockerfilePlan:
         handler = _HANDLERS.get(instruction)
         if handler is not None:
             handler(plan, args, dockerfile.parent)
+            if instruction in ("ARG", "COPY", "ADD"):
+                plan.lines.append(f"{instruction} {args}")
         elif instruction == "USER":
             _add_note(plan.notes, f"USER {args.strip()} ignored: commands run as the sandbox's user")
         elif instruction not in INERT:
@@ -232,6 +253,7 @@ def _from(plan: DockerfilePlan, args: str, context: Path) -> None:
     words = [w for w in args.split() if not w.startswith("--")]
     image = _expand(words[0], plan.args) if words else ""
     plan.stages += 1
+    plan.lines += [f"FROM {BASE_IMAGE}"] if plan.stages == 1 else []
     if plan.stages > 1:
         plan.need_build("is a multi-stage build")
     elif image in BASE_NAMES:
@@ -251,10 +273,13 @@ def _env(plan: DockerfilePlan, args: str, context: Path) -> None:
     scope = {**BASE_ENV, **plan.args, **plan.env}
     for name, value in _env_pairs(args.replace("\\$", "\0")).items():  # an escaped \$ stays a literal $
         plan.env[name] = scope[name] = _expand(value, scope).replace("\0", "$")
+        quoted = plan.env[name].replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
+        plan.lines.append(f'ENV {name}="{quoted}"')
 
 
 def _workdir(plan: DockerfilePlan, args: str, context: Path) -> None:
     plan.workdir = _join(plan.workdir, _expand(args.strip().strip("\"'"), {**BASE_ENV, **plan.args, **plan.env}))
+    plan.lines.append(f"WORKDIR {plan.workdir}")
 
 
 def _copy(plan: DockerfilePlan, args: str, context: Path) -> None:
@@ -274,6 +299,10 @@ def _run(plan: DockerfilePlan, args: str, context: Path) -> None:
     if re.fullmatch(r"\s*true(\s*(&&|\|\||;)\s*true)*\s*", rewritten):
         return
     plan.setup.append(f"cd {shlex.quote(plan.workdir)} && /bin/sh -c {shlex.quote(rewritten)}")
+    plan.lines.append(f"RUN {rewritten}")
+    expanded = _expand(rewritten, {**BASE_ENV, **plan.args, **plan.env})
+    plan.system_dirs |= {"/" + "/".join(m.split("/")[:2] if m.startswith(("usr/", "var/")) else [m])
+                         for m in _SYSTEM_PATH.findall(expanded)}
     for top in re.findall(r"(?<![\w.$}/-])/([A-Za-z0-9_][\w.-]*)", rewritten):
         if top not in KERNEL_ROOTS:
             plan.run_roots.add(f"/{top}")

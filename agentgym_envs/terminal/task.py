@@ -105,6 +105,21 @@ class ImageSpec:
 
 
 @dataclass(frozen=True)
+class PrebuildSpec:
+    """An emulated Dockerfile whose ``RUN`` steps write system directories (``/opt``, ``/etc``, ``/usr/local``).
+
+    Those cannot be replayed at each reset on a read-only root, so the steps run once per content
+    (:mod:`.prebuilt`): the docker backend builds ``dockerfile`` (the task's Dockerfile rewritten for offline
+    use: ``FROM`` our base image, ``RUN`` through the offline rules) into an image; bubblewrap runs the
+    task's files and setup once into a per-task copy of each of ``dirs``, then binds it read-only.
+    """
+
+    context: Path
+    dockerfile: str
+    dirs: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class TerminalTask(Task):
     """One terminal task. ``files`` paths are relative to ``workdir`` unless absolute."""
 
@@ -119,6 +134,8 @@ class TerminalTask(Task):
     writable: tuple[str, ...] = ()
     """Directories besides /work, /tmp and the home directory that must be writable (e.g. /app)."""
     image: ImageSpec | None = None
+    prebuild: PrebuildSpec | None = None
+    """Set when the emulated RUN steps write system directories: built once per content, not at each reset."""
     timeout_s: float = 60.0
     """Wall-clock limit for the setup script and for each test."""
     source: str = "builtin"

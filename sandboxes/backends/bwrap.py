@@ -29,6 +29,7 @@ import os
 import subprocess
 import sys
 import weakref
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, ClassVar
@@ -66,15 +67,24 @@ class BwrapSandbox(SupervisedSandbox):
 
     def __init__(
         self, limits: Limits | None = None, *, root: str | Path | None = None, run_as: int = 65534,
-        whole_sandbox_limits: bool = True, **overrides: Any,
+        whole_sandbox_limits: bool = True, binds: Sequence[tuple[str, str, bool]] = (), **overrides: Any,
     ):
-        """``whole_sandbox_limits=False`` skips the cgroup (per-process limits only) where none can be made."""
+        """``whole_sandbox_limits=False`` skips the cgroup (per-process limits only) where none can be made.
+
+        ``binds`` are ``(host directory, sandbox directory, writable)`` mounted over the root's directories
+        (e.g. a task's prebuilt ``/opt``): read-only ones are part of the pristine state, so the in-place
+        reset leaves them alone; a writable one keeps what is written to it across resets (for builds only).
+        """
         problem = bwrap_problem()
         if problem:
             raise SandboxUnavailable(problem)
         self._root = Path(root) if root is not None else rootfs()
         self._run_as = run_as
         self._whole_sandbox_limits = whole_sandbox_limits
+        self._binds = [(str(host), str(dest), bool(writable)) for host, dest, writable in binds]
+        for host, dest, _ in self._binds:
+            if not os.path.isdir(host) or not dest.startswith("/") or dest.rstrip("/") in ("", "/proc", "/dev"):
+                raise ValueError(f"a bind needs a host directory and an absolute sandbox directory, got {host}:{dest}")
         self._proc: subprocess.Popen | None = None
         self._cgroup: SandboxCgroup | None = None
         super().__init__(limits, **overrides)
@@ -134,6 +144,8 @@ class BwrapSandbox(SupervisedSandbox):
         argv = ["bwrap", "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
                 "--as-pid-1", "--hostname", "sandbox", "--seccomp", str(seccomp_fd)]
         argv += self._root_layout()
+        for host, dest, writable in self._binds:
+            argv += ["--bind" if writable else "--ro-bind", host, dest]
         argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(SHM_BYTES), "--perms", "1777", "--tmpfs", "/dev/shm",
                  "--remount-ro", "/dev"]
         for path in self.limits.writable:
