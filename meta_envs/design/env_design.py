@@ -11,10 +11,14 @@ top-level number literal (the designer's knob, read from the syntax tree: :func:
 0.5 without one). It goes through every gate of
 :func:`meta_envs.design.gates.validate_module` (``info["gates"]``, in order, stopping at the first
 failure), novelty against the archive last; an accepted module is then played by the *solver* (any
-policy, :mod:`meta_envs.design.solving`) on ``k >= 8`` seeds drawn from the reset seed, without and with
-its hint, and by the epsilon-expert and random baselines on those same seeds in the same process (so
-``S`` is measured where ``p_hat`` is, not on the gates' seeds 0..7 that a module could single out), and
-the reward is :func:`meta_envs.design.reward.designer_reward` (``info["reward_components"]``). Accepted modules
+policy, :mod:`meta_envs.design.solving`) on ``k >= 8`` seeds, without and with its hint, and by the
+epsilon-expert and random baselines on those same seeds (so ``S`` is measured where ``p_hat`` is), each
+play in its own fresh sandboxed process, with the gates' determinism and baselines re-checked on two of
+them; a module failing that re-check fails a ``play`` gate (-0.5). Gate seeds and play seeds are both
+drawn per episode from the reset seed keyed by the host's secret
+(:func:`~meta_envs.design.sandboxed.measured_seed`), so a module cannot tell a gate from a play by its seed
+(nor by its interpreter: all start alike), and the same reset seed gives the same episode within one host
+process but not across processes (a new secret each). The reward is :func:`meta_envs.design.reward.designer_reward` (``info["reward_components"]``). Accepted modules
 are added to the archive (kwarg ``archive``: a folder; default a fresh temp folder per env instance),
 rejected ones are remembered there by their failed gate, and both show up in later briefs.
 
@@ -45,13 +49,14 @@ from agentgym_envs.core.text_env import Step, TextEnv
 from . import reward as rewards
 from .archive import EnvArchive, json_safe, source_sha
 from .contract import CONTRACT_BRIEF, MAX_SOURCE_BYTES
+from .gates import N_GATE_SEEDS, gate_seeds
 from .novelty import duplicate_share, novelty_gate
+from .sandboxed import measured_seed
 from .solving import as_solver, measure_solver
 
 WIN_REWARD = 0.5
 DEFAULT_DIFFICULTY = 0.5
 DIFFICULTY_TARGETS = (0.4, 0.5, 0.6)
-GATE_SEEDS = tuple(range(8))
 KNOB_BRIEF = ("The knob: a top-level `DIFFICULTY = <number in 0..1>` in your module is the difficulty your Env "
               "is built with (`Env(DIFFICULTY)`) for the gates, the solver's plays and the archive; 0.5 "
               "without one.")
@@ -148,14 +153,15 @@ class EnvDesignEnv(TextEnv):
         self._temp = None if archive is not None else tempfile.TemporaryDirectory(prefix="envdesign-")
         self.archive = EnvArchive(archive if archive is not None else self._temp.name)
         self.last_result: dict | None = None
-        self._target, self._seeds, self._round, self._horizon = 0.5, (), 0, 0
+        self._target, self._seeds, self._gate_seeds, self._round, self._horizon = 0.5, (), (), 0, 0
 
     # ----------------------------------------------------------------- episode
     def _reset(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         rng: np.random.Generator = self.np_random
         self._target = DIFFICULTY_TARGETS[int(rng.integers(len(DIFFICULTY_TARGETS)))]
-        drawn = tuple(int(s) for s in rng.integers(0, 2**31 - 1, size=self.k))
-        self._seeds = self.play_seeds or drawn
+        token = int(rng.integers(0, 2**63 - 1))  # keyed below: the module cannot compute the seeds from it
+        self._seeds = self.play_seeds or tuple(measured_seed("play-seed", token, i) for i in range(self.k))
+        self._gate_seeds = tuple(gate_seeds(N_GATE_SEEDS, salt=token))
         self._horizon = len(self.archive.entries())
         brief = self.brief()
         return brief, {"instruction": "Design one environment as a Python module (the contract is below)."}
@@ -192,7 +198,7 @@ class EnvDesignEnv(TextEnv):
     def _judge(self, source: str) -> dict:
         """Gates, novelty, solver plays and the reward of one module (raises InfraError for our failures)."""
         difficulty = module_difficulty(source)
-        report = gate_report(source, self.backend, GATE_SEEDS, self.limits, difficulty)
+        report = gate_report(source, self.backend, self._gate_seeds, self.limits, difficulty)
         gates = report.to_info()["gates"]
         if report.infra_error is not None:
             return self._verdict(source, "infra", gates, infra_error=report.infra_error)

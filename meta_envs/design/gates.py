@@ -11,8 +11,8 @@ the source on the host (:mod:`meta_envs.design.lint`); the rest run the module i
 ``instantiate``     importing and ``Env(difficulty)`` take at most 10 s; ``max_steps`` an int in 1..100
 ``api``             one expert episode: every answer has the contract's types; rewards finite, in [-1, 1]
 ``fuzz``            every string of the hostile-action battery (``agentgym_envs.fuzz``) is answered
-``determinism``     the ε-expert's trajectories are identical in two fresh processes with different
-                    ``PYTHONHASHSEED`` (in separate sandboxes), and on replaying a seed in one process
+``determinism``     the ε-expert's trajectories are identical in two fresh processes (in separate
+                    sandboxes, each with its own random ``PYTHONHASHSEED``), and on replaying a seed
 ``seed_sensitivity`` at least 6 of 8 seeds give distinct starts (instruction, observation, actions, hint)
 ``expert``          the expert wins at least 7 of 8 seeds
 ``baselines``       the null (empty), constant (first legal) and random policies each win at most 10%
@@ -25,6 +25,13 @@ Thresholds scale with ``len(seeds)`` (the fractions above, rounded in the strict
 the module caused is a failed gate (the designer's outcome); our sandbox failing to start is
 ``GateReport.infra_error``. Policies run on the host with their own seeded RNGs, never in the module's
 process, so a module cannot weaken the baselines it is compared with.
+
+Nothing tells a module it is being gated: the gates start it exactly as solver plays and ``Generated-v0``
+do (:func:`~meta_envs.design.sandboxed.launch`), on seeds drawn like play seeds (by default
+:func:`gate_seeds`, keyed by the host's secret; EnvDesign-v0 draws fresh ones per episode), and the
+policies' random choices are keyed by that secret too (:func:`policy_rng`), so a module cannot predict
+which policy made a move. Solver plays re-check determinism and the baselines on some of their own
+seeds (:func:`meta_envs.design.solving.measure_solver`).
 """
 
 from __future__ import annotations
@@ -42,15 +49,25 @@ from typing import Any, Callable, Sequence
 from agentgym_envs.fuzz import hostile_actions
 
 from . import contract, lint
-from .sandboxed import GeneratedEnvFault, ModuleLimits, SandboxedModuleEnv, SandboxUnavailable, open_sandbox
+from .sandboxed import (GeneratedEnvFault, ModuleLimits, SandboxedModuleEnv, SandboxUnavailable, measured_seed,
+                        open_sandbox)
 
 GATES = ("parse", "size", "imports", "instantiate", "api", "fuzz", "determinism", "seed_sensitivity", "expert",
          "baselines", "leak", "speed", "novelty")
 EPSILON = 0.25
 """The ε-expert's share of uniformly random legal actions (``p_expert_eps`` in the designer's reward)."""
 MAX_MEDIAN_STEP_MS = 50.0
-HASH_SEEDS = (1, 2)
-"""``PYTHONHASHSEED`` of the main process and of the determinism gate's second process."""
+N_GATE_SEEDS = 8
+
+
+def gate_seeds(n: int = N_GATE_SEEDS, salt: object = "default") -> list[int]:
+    """``n`` gate seeds drawn like play seeds (uniform in ``[0, 2**31 - 1)``), keyed by the host's secret."""
+    return [measured_seed("gate-seed", salt, i) for i in range(n)]
+
+
+def policy_rng(policy: str, seed: int) -> random.Random:
+    """The RNG of a host policy on ``seed``: keyed, so a module cannot replay it to tell who is playing."""
+    return random.Random(measured_seed("policy", policy, int(seed)))
 
 
 @dataclass(frozen=True)
@@ -120,8 +137,8 @@ def _digest(value: Any) -> str:
 
 
 def play_episode(env: SandboxedModuleEnv, policy: str, seed: int) -> Episode:
-    """Play one of :data:`POLICIES` from ``seed`` (its RNG seeded by policy and seed, never by the module)."""
-    rng = random.Random(f"{policy}:{seed}")
+    """Play one of :data:`POLICIES` from ``seed`` (its RNG keyed by policy and seed: :func:`policy_rng`)."""
+    rng = policy_rng(policy, seed)
     obs = env.reset(seed)
     view = [env.instruction, obs, env.legal_actions(), env.hint()]
     texts = [env.instruction, obs, env.hint() or ""]
@@ -187,8 +204,7 @@ def _gate_imports(run: _Run) -> str:
 
 
 def _gate_instantiate(run: _Run) -> str:
-    run.env = SandboxedModuleEnv(run.source, difficulty=run.difficulty, backend=run.backend, limits=run.limits,
-                                 env={"PYTHONHASHSEED": str(HASH_SEEDS[0])})
+    run.env = SandboxedModuleEnv(run.source, difficulty=run.difficulty, backend=run.backend, limits=run.limits)
     run.stats["max_steps"] = run.env.max_steps
     return f"Env({run.difficulty}) built; max_steps={run.env.max_steps}"
 
@@ -220,16 +236,15 @@ def _gate_determinism(run: _Run) -> str:
                          "derive every random choice from reset(seed), keep no state across episodes")
     left = max(0.1, run.env.deadline - time.monotonic())  # the second import counts against this gate's budget
     limits = replace(run.limits, import_timeout_s=min(run.limits.import_timeout_s, left))
-    with SandboxedModuleEnv(run.source, difficulty=run.difficulty, backend=run.backend, limits=limits,
-                            env={"PYTHONHASHSEED": str(HASH_SEEDS[1])}, gate="determinism") as other:
+    with run.env.fresh(limits=limits, gate="determinism") as other:
         other.deadline = run.env.deadline
         second = run.play_all("eps_expert", env=other)
     differ = [seed for seed in run.seeds if first[seed].trace != second[seed].trace]
     run.stats["p_expert_eps"] = run.share("eps_expert")
     if differ:
-        raise GateFailed(f"seeds {differ} gave different trajectories in two fresh processes (PYTHONHASHSEED "
-                         f"{HASH_SEEDS[0]} and {HASH_SEEDS[1]}); expected identical ones: no clock, os.urandom, "
-                         "global random or hash() of strings")
+        raise GateFailed(f"seeds {differ} gave different trajectories in two fresh processes (each with its own "
+                         "random PYTHONHASHSEED); expected identical ones: no clock, os.urandom, global random or "
+                         "hash() of strings")
     return f"{len(run.seeds)} seeds identical across two processes and on replay"
 
 
@@ -342,14 +357,16 @@ def _sandbox_works(backend: str, limits: ModuleLimits) -> str | None:
 
 
 def validate_module(
-    source: str, *, backend: str = "bwrap", seeds: Sequence[int] = range(8), limits: ModuleLimits | None = None,
+    source: str, *, backend: str = "bwrap", seeds: Sequence[int] | None = None, limits: ModuleLimits | None = None,
     novelty: Callable[[str, dict], GateResult] | None = None, difficulty: float = 0.5, lint: bool = True,
 ) -> GateReport:
     """Run every gate on ``source`` in order, stopping at the first failure (see the module docstring).
 
     ``lint=False`` skips the import lint (the ``imports`` gate passes, saying so): the tests use it to show
-    that the sandbox alone contains hostile modules. Never raises for anything the module does.
+    that the sandbox alone contains hostile modules. ``seeds`` default to :func:`gate_seeds`: fixed seeds
+    (0..7, say) would tell a module it is being gated. Never raises for anything the module does.
     """
+    seeds = gate_seeds() if seeds is None else seeds
     run = _Run(source, backend, [int(s) for s in seeds], limits or ModuleLimits(), float(difficulty), lint, novelty)
     if not run.seeds:
         raise ValueError("expected at least one seed, got none")

@@ -12,8 +12,10 @@ kwargs: ``archive`` (a folder; default a small built-in archive of the good para
 difficulties, so ``agentgym check`` runs offline), ``sha`` (play exactly that env) or ``rule``
 (``uniform``, ``newest``, ``learnable``: drawn per reset from the reset seed), ``backend``, ``limits``.
 
-The module runs only in a sandbox (:class:`~meta_envs.design.sandboxed.SandboxedModuleEnv`), one kept per
-env instance and reused while the archived env stays the same. The observation on reset is the module's
+The module runs only in a sandbox (:class:`~meta_envs.design.sandboxed.SandboxedModuleEnv`), a fresh one
+(new sandbox, new process) for every episode, started exactly as the gates and the solver's plays start it
+(:func:`~meta_envs.design.sandboxed.launch`): a module cannot tell this env from its gates by the
+interpreter or by counting the episodes it has played. The observation on reset is the module's
 instruction and first observation; ``valid_actions`` are its legal actions; ``expert_action()`` is its
 expert; the reward is the module's; ``won`` when the episode's return reaches
 :data:`~meta_envs.design.contract.SUCCESS_RETURN`; an episode reaching ``max_steps`` without ending is
@@ -87,17 +89,16 @@ class GeneratedEnv(TextEnv):
         return f"{instruction}\n\n{first}", {"instruction": instruction, "generated_sha": entry.sha}
 
     def _start(self, entry: Any, seed: int) -> str:
-        """The module's first observation of episode ``seed``, (re)starting its sandbox when needed."""
+        """The module's first observation of episode ``seed``, in a fresh sandbox (nothing kept from the last)."""
         from .sandboxed import GeneratedEnvFault, SandboxedModuleEnv
 
         try:
-            if self._module is None or self._module_sha != entry.sha:
-                self._close_module()
-                knob = entry.record.get("difficulty")
-                difficulty = float(knob) if isinstance(knob, (int, float)) and not isinstance(knob, bool) else 0.5
-                self._module = SandboxedModuleEnv(entry.source, difficulty=difficulty, backend=self.backend,
-                                                  limits=self.limits, gate="play")
-                self._module_sha, self._entry = entry.sha, entry
+            self._close_module()
+            knob = entry.record.get("difficulty")
+            difficulty = float(knob) if isinstance(knob, (int, float)) and not isinstance(knob, bool) else 0.5
+            self._module = SandboxedModuleEnv(entry.source, difficulty=difficulty, backend=self.backend,
+                                              limits=self.limits, gate="play")
+            self._module_sha, self._entry = entry.sha, entry
             return self._module.reset(seed)
         except GeneratedEnvFault as e:  # an archived env that cannot even start: our archive's problem
             self._close_module()

@@ -17,11 +17,21 @@ One round trip per call: a small adapter appended to the source (``_agentgym_res
 returns the observation together with the instruction, legal actions, the expert's action and the hint, so
 ``legal_actions()``, ``expert_action()``, ``hint()`` and ``instruction`` read the last answer. The same
 calls happen in the same order whoever plays, so a module cannot tell a baseline from a solver by them.
+
+**One launch for every measurement.** Gates, solver plays and ``Generated-v0`` all start the module the same
+way (:func:`launch`: ``python3 -I``, a fresh random ``PYTHONHASHSEED`` per process, the same environment),
+so nothing the interpreter shows (``hash()`` of a string, ``sys.flags``, the environment) tells a module
+whether it is being gated. Whatever the host draws to measure a module (gate seeds, the baselines' and
+solvers' random choices, the play order) comes from :func:`measured_seed`: keyed by a secret drawn from
+the OS once per host process (:func:`set_measurement_key`), so a module cannot compute it from the seed.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import math
+import secrets
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -62,6 +72,38 @@ def _agentgym_step(action):
     return {"result": result, "view": _agentgym_view(_agentgym_env, done)}
 '''
 """Trusted glue appended to the module; what it returns is still the module's data, checked on the host."""
+
+_MEASUREMENT_KEY = secrets.token_bytes(32)
+
+
+def set_measurement_key(key: bytes | None) -> None:
+    """Fix the host's measurement secret (reproducible runs and tests), or draw a fresh one (None).
+
+    Whoever knows the key can predict gate seeds and the baselines' choices: keep it out of anything a
+    module (or the designer) can read. Modules never see the host's environment or memory.
+    """
+    global _MEASUREMENT_KEY
+    _MEASUREMENT_KEY = secrets.token_bytes(32) if key is None else bytes(key)
+
+
+def measured_seed(*parts: object) -> int:
+    """A seed in ``[0, 2**31 - 1)`` for ``parts``, keyed by the host's secret (unpredictable to a module).
+
+    Same key and parts, same seed: measurements stay reproducible within one host process.
+    """
+    digest = hmac.new(_MEASUREMENT_KEY, repr(parts).encode("utf-8", "surrogatepass"), hashlib.sha256).digest()
+    return int.from_bytes(digest[:8], "big") % (2**31 - 1)
+
+
+def launch(sandbox: sandboxes.SupervisedSandbox, source: str, start_timeout: float) -> PythonRunner:
+    """The one way a module's process starts, for gates, plays and Generated-v0 alike (see the docstring).
+
+    ``python3 -I`` with no fixed hash seed: each process draws its own ``PYTHONHASHSEED``, so the
+    determinism gate's two processes differ in it and no process is recognisable by it.
+    """
+    return PythonRunner(sandbox, source, start_timeout=start_timeout, hash_seed=None)
+
+
 BUDGET_SPENT = "the gate's time budget ran out before the module finished; make reset and step faster"
 
 
@@ -121,37 +163,38 @@ def open_sandbox(backend: str, limits: ModuleLimits) -> sandboxes.SupervisedSand
 class SandboxedModuleEnv:
     """One generated module's ``Env``, running in its own sandbox (see the module docstring).
 
-    ``env`` may set ``PYTHONHASHSEED`` for the module's process (the determinism gate runs two processes
-    with different ones). ``gate`` names the gate faults are attributed to; ``deadline`` (a
+    Every instance starts the module through :func:`launch` (no per-caller interpreter settings);
+    :meth:`fresh` opens another instance of the same module. ``gate`` names the gate faults are attributed to; ``deadline`` (a
     ``time.monotonic()`` value or None) bounds the calls of the gate in progress.
     """
 
     def __init__(self, source: str, *, difficulty: float = 0.5, backend: str = "bwrap",
-                 limits: ModuleLimits | None = None, env: dict[str, str] | None = None, gate: str = "instantiate"):
-        extra = set(env or {}) - {"PYTHONHASHSEED"}
-        if extra:
-            raise ValueError(f"env may set only PYTHONHASHSEED, got {sorted(extra)}")
+                 limits: ModuleLimits | None = None, gate: str = "instantiate"):
+        self.source, self.difficulty, self.backend = source, float(difficulty), backend
         self.limits = limits or ModuleLimits()
         self.gate, self.deadline = gate, None
         self.max_steps = 0
         self.step_seconds: list[float] = []
         self._view: dict[str, Any] = {}
         self._done = True
-        hash_seed = None if not env else int(env["PYTHONHASHSEED"])
         self.sandbox = open_sandbox(backend, self.limits)
         self._runner: PythonRunner | None = None
         try:
-            self._start(source + ADAPTER, float(difficulty), hash_seed)
+            self._start(source + ADAPTER, float(difficulty))
         except BaseException:
             self.close()
             raise
 
-    def _start(self, source: str, difficulty: float, hash_seed: int | None) -> None:
+    def fresh(self, *, limits: ModuleLimits | None = None, gate: str | None = None) -> SandboxedModuleEnv:
+        """Another instance of this module in its own new sandbox and process: no state is shared."""
+        return SandboxedModuleEnv(self.source, difficulty=self.difficulty, backend=self.backend,
+                                  limits=limits or self.limits, gate=self.gate if gate is None else gate)
+
+    def _start(self, source: str, difficulty: float) -> None:
         started = time.monotonic()
         self.deadline = started + self.limits.import_timeout_s
         try:
-            self._runner = PythonRunner(self.sandbox, source, start_timeout=self.limits.import_timeout_s,
-                                        hash_seed=hash_seed)
+            self._runner = launch(self.sandbox, source, self.limits.import_timeout_s)
         except RunnerError as e:
             raise self._fault(e, "importing the module") from e
         except sandboxes.SandboxError as e:

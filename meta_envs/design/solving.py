@@ -19,17 +19,25 @@ own expert. The two offline stand-ins for a learning model:
   longer or less forgiving play.
 
 "With hint" means the same seeds with the module's ``hint()`` shown above every observation.
+
+The solvers' random choices are keyed by the host's secret (:func:`~meta_envs.design.sandboxed.measured_seed`),
+like the baselines', so a module cannot replay a player's RNG from the seed to recognise it.
+:func:`measure_solver` plays every episode in a fresh sandboxed process (nothing carries over between
+plays, so a module cannot count who played before) in an order drawn from the OS.
 """
 
 from __future__ import annotations
 
+import math
 import random
 import re
+import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from .contract import is_success
+from .sandboxed import GeneratedEnvFault, measured_seed
 
 SolverFn = Callable[[str, list[str]], str]
 SOLVER_SPECS = ("clue", "noisy-expert", "random", "expert")
@@ -53,7 +61,7 @@ class NoisyExpertSolver:
         self._rng = random.Random(0)
 
     def bind(self, env: Any, seed: int) -> None:
-        self._env, self._rng = env, random.Random(seed * 1_000_003 + self.salt)
+        self._env, self._rng = env, random.Random(measured_seed("solver", "noisy-expert", self.salt, seed))
 
     def __call__(self, observation: str, legal: list[str]) -> str:
         if legal and self._rng.random() < self.epsilon:
@@ -73,7 +81,7 @@ class ClueSolver:
         self._rng = random.Random(0)
 
     def bind(self, env: Any, seed: int) -> None:
-        self._rng = random.Random(seed * 1_000_003 + 29)
+        self._rng = random.Random(measured_seed("solver", "clue", seed))
 
     def __call__(self, observation: str, legal: list[str]) -> str:
         if not legal:
@@ -95,7 +103,7 @@ class RandomSolver:
         self._rng = random.Random(0)
 
     def bind(self, env: Any, seed: int) -> None:
-        self._rng = random.Random(seed * 1_000_003 + 17)
+        self._rng = random.Random(measured_seed("solver", "random", seed))
 
     def __call__(self, observation: str, legal: list[str]) -> str:
         return self._rng.choice(legal) if legal else ""
@@ -141,9 +149,9 @@ class SolverRecord:
     """Per seed: the solver's wins without and with the hint (None: no hint), and the baselines' wins.
 
     The baselines (the expert with epsilon-random actions and the uniformly random policy, exactly the
-    gates' policies) are played on the solver's own seeds in the solver's process, interleaved with the
-    solver's episodes in an order the module cannot see, so skill-dependence is measured where p_hat is:
-    a module that is a good game on the gates' seeds and a coin flip elsewhere gets S = 0.
+    gates' policies) are played on the solver's own seeds, each play in its own fresh process started
+    exactly like the solver's, so skill-dependence is measured where p_hat is and a module cannot tell
+    the players apart but by how they play.
     """
 
     seeds: tuple[int, ...]
@@ -191,22 +199,55 @@ def play_episode(env: Any, solver: Any, seed: int, show_hint: bool = False) -> t
     return total, steps, bool(hint)
 
 
+RECHECK_SEEDS = 2
+"""Play seeds on which the null and constant policies and a second ε-expert process re-check the gates."""
+RANDOM_WIN_SHARE = 0.25
+"""The random policy winning more than this share of the play seeds fails the play (the gates allow 10%;
+the slack keeps an honest module's rare random wins on new seeds from failing it)."""
+
+
 def measure_solver(env: Any, solver: Any, seeds: Sequence[int]) -> SolverRecord:
     """Every seed: the solver, the solver with the hint (when the module gives one on the first seed),
-    the epsilon-expert and the random policy, in a per-seed order shuffled on the host."""
-    from .gates import play_episode as play_baseline
+    the epsilon-expert and the random policy; then the gates' re-check on :data:`RECHECK_SEEDS` of them.
 
+    ``env`` is a :class:`~meta_envs.design.sandboxed.SandboxedModuleEnv`: it only says whether there is
+    a hint; each play runs in a fresh copy (``env.fresh()``), in an order shuffled with the OS's
+    randomness. A module that plays differently here than in the gates (a baseline wins, or its
+    trajectories are not reproducible) raises :class:`GeneratedEnvFault` (gate ``play``, kind ``recheck``).
+    """
     env.reset(seeds[0])
     runs = ["solver", "hint", "eps_expert", "random"] if env.hint() else ["solver", "eps_expert", "random"]
-    wins: dict[str, list[bool]] = {run: [] for run in runs}
-    for seed in seeds:
-        order = list(runs)
-        random.Random(f"play-order:{seed}").shuffle(order)
-        for run in order:
-            if run in ("solver", "hint"):
-                episode_return = play_episode(env, solver, seed, show_hint=run == "hint")[0]
-            else:
-                episode_return = play_baseline(env, run, seed).ret
-            wins[run].append(is_success(episode_return))
-    return SolverRecord(tuple(seeds), tuple(wins["solver"]), tuple(wins["hint"]) if "hint" in wins else None,
-                        tuple(wins["eps_expert"]), tuple(wins["random"]))
+    rechecked = sorted(seeds, key=lambda seed: measured_seed("recheck", seed))[:RECHECK_SEEDS]
+    plays = [(run, seed) for seed in seeds for run in runs]
+    plays += [(run, seed) for seed in rechecked for run in ("null", "constant", "eps_replay")]
+    secrets.SystemRandom().shuffle(plays)
+    results = {play: _play_fresh(env, solver, *play) for play in plays}
+    _recheck(results, seeds, rechecked)
+    wins = {run: tuple(is_success(results[run, seed][0]) for seed in seeds) for run in runs}
+    return SolverRecord(tuple(seeds), wins["solver"], wins.get("hint"), wins["eps_expert"], wins["random"])
+
+
+def _play_fresh(env: Any, solver: Any, run: str, seed: int) -> tuple[float, str | None]:
+    """One play in a new sandboxed process: (return, the baseline's trace digest or None for the solver)."""
+    from .gates import play_episode as play_baseline
+
+    with env.fresh(gate="play") as fresh:
+        if run in ("solver", "hint"):
+            return play_episode(fresh, solver, seed, show_hint=run == "hint")[0], None
+        episode = play_baseline(fresh, "eps_expert" if run == "eps_replay" else run, seed)
+        return episode.ret, episode.trace
+
+
+def _recheck(results: dict, seeds: Sequence[int], rechecked: Sequence[int]) -> None:
+    """The gates' determinism and baselines, again on play seeds: the module cannot tell these from gates."""
+    problems = [f"seed {seed}: the ε-expert played it differently in two fresh processes" for seed in rechecked
+                if results["eps_replay", seed][1] != results["eps_expert", seed][1]]
+    problems += [f"seed {seed}: the {policy} policy won" for seed in rechecked for policy in ("null", "constant")
+                 if is_success(results[policy, seed][0])]
+    random_wins = sum(is_success(results["random", seed][0]) for seed in seeds)
+    if random_wins > math.floor(RANDOM_WIN_SHARE * len(seeds)):
+        problems.append(f"the random policy won {random_wins} of {len(seeds)} play seeds")
+    if problems:
+        raise GeneratedEnvFault("play", "the re-check of the gates on play seeds failed: " + "; ".join(problems)
+                                + "; a module must play the same game whoever plays and whatever the seed",
+                                kind="recheck")
