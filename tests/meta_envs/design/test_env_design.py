@@ -254,9 +254,33 @@ def seed_switching_module() -> str:
 
 
 def test_a_module_that_plays_differently_off_the_gate_seeds_earns_nothing():
-    """Skill-dependence S is measured on the solver's own seeds, in its own process, so passing the gates on
-    seeds 0..7 and turning into a coin flip on the solver's seeds cannot buy the plateau's pay."""
+    """Gate seeds are drawn like play seeds (issue 31), so "a good game on 0..7, a coin flip elsewhere" is a
+    coin flip in the gates too: the expert cannot win it."""
     reward, info = design(seed_switching_module())
-    c = info["reward_components"]
-    assert info["outcome"] == "ok" and c["p_hat"] == 0.5  # the gates passed; the solver sees a coin flip
-    assert c["S"] == 0.0 and reward == 0.0, c
+    assert reward == -0.5 and info["outcome"] == "gate" and info["gates"][-1]["name"] == "expert", info["gates"][-1]
+
+
+def play_seed_module(step_prelude: str, reset_line: str = "        rng = random.Random(seed)\n") -> str:
+    """The good family, but on the (test-fixed, so known) play seeds SEEDS it runs ``step_prelude`` first."""
+    source = good_module(0.4).replace("        rng = random.Random(seed)\n",
+                                      f"        self.seed = seed\n{reset_line}", 1)
+    source = source.replace("    def step(self, action):\n", "    def step(self, action):\n"
+                            f"        if self.seed in {SEEDS}:\n{step_prelude}", 1)
+    assert "self.seed = seed" in source and f"self.seed in {SEEDS}" in source
+    return source
+
+
+@pytest.mark.parametrize("cheat", ["random-wins", "non-deterministic"])
+def test_a_module_that_plays_differently_on_the_play_seeds_fails_the_recheck(cheat):
+    """Issue 31: determinism and the baselines are re-checked on play seeds, in processes started like the
+    gates'; a module that knows the play seeds (here fixed by the test) and changes its game there fails."""
+    if cheat == "random-wins":
+        source = play_seed_module("            return 'You win.', 1.0, True\n")
+    else:  # the lamps' colours from hash() of a string on the play seeds: each process has its own hash seed
+        source = play_seed_module("            pass\n", "        rng = random.Random(hash('s%d' % seed) "
+                                  f"if seed in {SEEDS} else seed)\n")
+    reward, info = design(source)
+    failed = info["gates"][-1]
+    assert reward == -0.5 and info["outcome"] == "gate" and failed["name"] == "play", failed
+    assert "re-check" in failed["detail"] and ("random policy won" in failed["detail"]
+                                               or "differently in two fresh processes" in failed["detail"]), failed
