@@ -16,13 +16,13 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from agentgym_envs.chat import ChatHistory
+from agentgym_envs.chat import ChatHistory, first_user_content
 from agentgym_envs.policies import Completion, SamplingConfig, TokenPolicy
 from agentgym_envs.protocols import ActionProtocolWrapper
 from agentgym_envs.seeding import derive_seed
 
 from .errors import SuiteError
-from .records import EpisodeRecord, StepRecord
+from .records import EpisodeRecord, Start, StepRecord
 from .suite import Entry
 
 
@@ -48,6 +48,13 @@ def make_env(entry: Entry) -> ActionProtocolWrapper:
                               max_episode_steps=entry.max_steps, **entry.kwargs)
 
 
+def start_of(env: ActionProtocolWrapper, observation: str, info: dict[str, Any]) -> Start:
+    """The episode's start from its reset: what the chat opens with, and the protocol's tools."""
+    tools = info.get("tools") if env.protocol.name == "tool_calls" else None
+    return Start(info.get("system_prompt") or None, first_user_content(observation, info.get("instruction")),
+                 list(tools) if tools else None, env.protocol.name)
+
+
 def sampling_seed(entry: Entry, episode_index: int, turn: int) -> int:
     """The policy's seed for one turn: distinct across entries, episodes (so repeats differ) and turns."""
     return derive_seed(entry.seed, entry.stream(), episode_index, turn)
@@ -65,6 +72,7 @@ def play_episode(entry: Entry, episode_index: int, env: ActionProtocolWrapper, p
     start = time.perf_counter()
     options = {"task_index": task_index} if task_index is not None else None
     observation, info = _env_call(env.reset, seed=entry.reset_seed(episode_index), options=options)
+    opening = start_of(env, observation, info)  # stored with the episode: nobody rebuilds the env to see it
     history = ChatHistory()
     history.start(observation, info)
     steps: list[StepRecord] = []
@@ -87,7 +95,7 @@ def play_episode(entry: Entry, episode_index: int, env: ActionProtocolWrapper, p
         repeat=repeat, seed=entry.reset_seed(episode_index), task_index=task_index, won=bool(info.get("won", False)),
         score=float(info.get("score", 0.0) or 0.0), ret=float(sum(s.reward for s in steps)),
         terminated=bool(steps and steps[-1].terminated), truncated=bool(steps and steps[-1].truncated),
-        wall_s=time.perf_counter() - start, steps=steps)
+        wall_s=time.perf_counter() - start, steps=steps, start=opening)
 
 
 def _env_call(method: Any, *args: Any, **kwargs: Any) -> tuple[Any, ...]:

@@ -1,9 +1,11 @@
 """Stored episodes as turns: the one reader of a results store's episodes for the exporter and the viewer.
 
-A store keeps, per episode, its outcome (the ``episodes`` row) and one ``steps`` row per turn (the raw reply,
-the native action, the observation after it, the reward, validity). It does not keep the episode's start
-(system prompt, first observation, tools): those are a pure function of the entry and the reset seed, so
-:class:`StartReplayer` replays the seeded reset to get them, without a policy and without a step.
+A store keeps, per episode, its outcome (the ``episodes`` row), one ``steps`` row per turn (the raw reply,
+the native action, the observation after it, the reward, validity) and, since issue 31, its start (system
+prompt, first observation, tools: :mod:`leaderboards.starts`). :class:`StartReader` reads starts: the stored
+one, else, for a store written before starts were kept, a replay of the seeded reset (a pure function of the
+entry and the seed) by :class:`StartReplayer`, but only for an entry :mod:`leaderboards.replay` allows: a
+store is untrusted data and must not choose what this machine builds.
 
 Episodes come in a fixed order (run name, suite, suite version, entry, episode index), the order that makes
 an export deterministic and resumable.
@@ -24,9 +26,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agentgym_envs.chat import first_user_content
-
-from .errors import StoreError
+from .errors import LeaderboardError, StoreError
+from .records import Start
+from .replay import replay_refusal
+from .starts import read_start
 from .store import Run, Store
 from .suite import Entry
 
@@ -64,16 +67,12 @@ class StoredEpisode:
     terminated: bool
     truncated: bool
     turns: tuple[Turn, ...]
+    episode_id: int = -1
+    """``episodes.id`` in its store (where its start is kept)."""
 
 
-@dataclass(frozen=True)
-class Start:
-    """An episode's start as its policy saw it: system prompt, first user message, the protocol's tools."""
-
-    system_prompt: str | None
-    first_observation: str
-    tools: list[dict[str, Any]] | None
-    protocol: str
+class StartUnavailable(LeaderboardError):
+    """An episode's start is not in the store and was not replayed (refused, or the replay failed): says why."""
 
 
 def select_runs(store: Store, names: Sequence[str] | None = None) -> list[Run]:
@@ -122,8 +121,28 @@ def stored_episodes(store: Store, runs: Sequence[Run], *, keys: Sequence[tuple[R
 
 
 def run_entries(run: Run) -> list[Entry]:
-    """The resolved entries of the suite a run played (as stored with it)."""
-    return [Entry(**entry) for entry in json.loads(run.suite_json)["entries"]]
+    """The resolved entries of the suite a run played (as stored with it); malformed ones are left out (their
+    episodes then have no entry: shown, never replayed)."""
+    try:
+        items = json.loads(run.suite_json)["entries"]
+    except (ValueError, RecursionError, TypeError, KeyError):
+        return []
+    entries = []
+    for item in items if isinstance(items, list) else []:
+        try:
+            entry = Entry(**item)
+            if isinstance(entry.env_id, str) and isinstance(entry.kwargs, dict):
+                entry.key  # noqa: B018  (it must be computable)
+                entries.append(entry)
+        except (TypeError, ValueError, RecursionError):
+            continue
+    return entries
+
+
+def entry_verdicts(run: Run) -> dict[str, tuple[Entry, str | None]]:
+    """``entry key -> (entry, why it must not be replayed or None)`` for the entries of a stored run."""
+    return {e.key: (e, replay_refusal(run.suite, run.suite_version, run.suite_fingerprint, e))
+            for e in run_entries(run)}
 
 
 def _episode(run: Run, entry: Entry, row: sqlite3.Row, steps: list[sqlite3.Row]) -> StoredEpisode:
@@ -132,7 +151,7 @@ def _episode(run: Run, entry: Entry, row: sqlite3.Row, steps: list[sqlite3.Row])
                   for s in steps)
     return StoredEpisode(run, entry, row["episode_index"], row["task"], row["repeat"], row["seed"], row["task_index"],
                          bool(row["won"]), float(row["score"]), float(row["return"]), bool(row["terminated"]),
-                         bool(row["truncated"]), turns)
+                         bool(row["truncated"]), turns, row["id"])
 
 
 class StartReplayer:
@@ -142,8 +161,9 @@ class StartReplayer:
         self._envs: dict[str, Any] = {}
 
     def start(self, entry: Entry, episode_index: int) -> Start:
-        """The start of episode ``episode_index`` of ``entry``: the reset the runner did, done again."""
-        from .episode import make_env
+        """The start of episode ``episode_index`` of ``entry``: the reset the runner did, done again. Only for
+        entries this machine's user chose, or that :mod:`leaderboards.replay` allows (:class:`StartReader`)."""
+        from .episode import make_env, start_of
 
         env = self._envs.get(entry.key)
         if env is None:
@@ -151,11 +171,47 @@ class StartReplayer:
         task = entry.task_of(episode_index)[0]
         options = {"task_index": task} if getattr(env.unwrapped, "num_tasks", None) is not None else None
         observation, info = env.reset(seed=entry.reset_seed(episode_index), options=options)
-        tools = info.get("tools") if env.protocol.name == "tool_calls" else None
-        return Start(info.get("system_prompt") or None, first_user_content(observation, info.get("instruction")),
-                     list(tools) if tools else None, env.protocol.name)
+        return start_of(env, observation, info)
 
     def close(self) -> None:
         for env in self._envs.values():
             env.close()
         self._envs.clear()
+
+
+class StartReader:
+    """Starts of stored episodes: the one the store keeps, else an allowed replay (close it when done)."""
+
+    def __init__(self) -> None:
+        self._replayer = StartReplayer()
+
+    def start(self, db: sqlite3.Connection, episode_id: int, entry: Entry | None, episode_index: int,
+              refusal: str | None) -> Start:
+        """The start of ``episodes.id = episode_id``; :class:`StartUnavailable` says why there is none.
+
+        ``entry`` is the episode's entry in its stored suite (``None`` if missing) and ``refusal`` the
+        :func:`~leaderboards.replay.replay_refusal` of that entry."""
+        stored = read_start(db, episode_id)
+        if stored is not None:
+            return stored
+        reason = unavailable_reason(entry, refusal)
+        if reason is not None:
+            raise StartUnavailable(reason)
+        assert entry is not None
+        try:
+            return self._replayer.start(entry, episode_index)
+        except Exception as e:  # any env failure: the caller reports it instead of failing
+            raise StartUnavailable(f"the store keeps no start and replaying the reset failed "
+                                   f"({type(e).__name__}: {str(e)[:500]})") from None
+
+    def close(self) -> None:
+        self._replayer.close()
+
+
+def unavailable_reason(entry: Entry | None, refusal: str | None) -> str | None:
+    """Why an episode whose start is not stored cannot be replayed, or ``None`` if it can."""
+    if entry is None:
+        return "the store keeps no start and its entry is not in the run's stored suite"
+    if refusal is not None:
+        return f"the store keeps no start; {refusal}"
+    return None

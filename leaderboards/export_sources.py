@@ -4,7 +4,10 @@ Each source is a :class:`~leaderboards.export.Source`: the ids of its records in
 records after the first ``skip`` (so a resumed export neither plays nor reads what it already wrote).
 
 * :class:`StoreSource` — every stored episode of a results store (or of the runs named), in the store's
-  export order (:func:`leaderboards.episodes_view.stored_episodes`); episode starts replayed from their seeds.
+  export order (:func:`leaderboards.episodes_view.stored_episodes`), with the start the store keeps. A store
+  from before starts were kept has none: an episode's start is then replayed from its seed only where
+  :mod:`leaderboards.replay` allows it (a store is untrusted data); the others are left out and listed in
+  :attr:`StoreSource.refused`.
 * :class:`EnvSource` — ``episodes`` episodes of one env played now by a policy SPEC (``expert``, ``random``,
   ``hf:tiny``, ``openai:…``), exactly as ``agentgym bench`` plays a suite entry (same seeds, same protocol
   wrapper), without a store.
@@ -19,8 +22,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from .episodes_view import Start, StartReplayer, episode_keys, select_runs, stored_episodes
+from .episodes_view import (Start, StartReader, StartUnavailable, entry_verdicts, episode_keys, select_runs,
+                            stored_episodes, unavailable_reason)
 from .export import ExportError, make_record, read_jsonl
+from .starts import stored_ids
 from .store import open_store
 from .suite import BUILTIN_DEFAULTS, BUILTIN_SAMPLING, Entry, _entry
 
@@ -48,17 +53,42 @@ class StoreSource:
     def __init__(self, store: str | Path, runs: Sequence[str] | None = None):
         self.store = open_store(store, create=False)
         self.runs = select_runs(self.store, runs)
-        self._keys = episode_keys(self.store, self.runs)
-        self._replayer = StartReplayer()
+        self.refused: list[tuple[str, str]] = []
+        """``(record id, why)`` of each episode left out: its start is not stored and may not be replayed."""
+        self._verdicts = {run.id: entry_verdicts(run) for run in self.runs}
+        self._keys = self._exportable(episode_keys(self.store, self.runs))
+        self._reader = StartReader()
+
+    def _exportable(self, keys: list[tuple[Any, str, int]]) -> list[tuple[Any, str, int]]:
+        """``keys`` less the episodes whose start is neither stored nor allowed to be replayed (into ``refused``)."""
+        stored, ids = stored_ids(self.store.db), {}
+        for run in self.runs:
+            ids.update({(run.id, key, index): episode_id for episode_id, key, index in self.store.db.execute(
+                "SELECT id, entry, episode_index FROM episodes WHERE run_id = ? AND suite_version = ?",
+                (run.id, run.suite_version))})
+        kept = []
+        for run, key, index in keys:
+            entry, refusal = self._verdicts[run.id].get(key, (None, None))
+            reason = None if ids[(run.id, key, index)] in stored else unavailable_reason(entry, refusal)
+            if reason is None:
+                kept.append((run, key, index))
+            else:
+                self.refused.append((self._id(run, key, index), reason))
+        return kept
 
     def ids(self) -> list[str]:
         return [self._id(run, entry, index) for run, entry, index in self._keys]
 
     def records(self, skip: int = 0) -> Iterator[dict[str, Any]]:
         for ep in stored_episodes(self.store, self.runs, keys=self._keys, skip=skip):
-            run = ep.run
+            run, refusal = ep.run, self._verdicts[ep.run.id][ep.entry.key][1]
+            try:
+                start = self._reader.start(self.store.db, ep.episode_id, ep.entry, ep.episode_index, refusal)
+            except StartUnavailable as e:  # an allowed replay that failed: the records so far are kept
+                raise ExportError(f"{self._id(run, ep.entry.key, ep.episode_index)}: {e}; the records before it "
+                                  "are kept") from None
             yield episode_record(id=self._id(run, ep.entry.key, ep.episode_index), source="store", policy=run.policy,
-                                 entry=ep.entry, episode=ep, start=self._replayer.start(ep.entry, ep.episode_index),
+                                 entry=ep.entry, episode=ep, start=start,
                                  meta={"run": run.name, "suite": run.suite, "suite_version": run.suite_version,
                                        "task": ep.task, "repeat": ep.repeat})
 
@@ -67,7 +97,7 @@ class StoreSource:
         return f"store:{run.name}/{run.suite}/v{run.suite_version}/{entry}/{episode_index}"
 
     def close(self) -> None:
-        self._replayer.close()
+        self._reader.close()
         self.store.close()
 
 
@@ -90,7 +120,6 @@ class EnvSource:
         self.sampling = {**BUILTIN_SAMPLING, **(sampling or {})}
         self._policy: Any = None
         self._env: Any = None
-        self._replayer = StartReplayer()
 
     def ids(self) -> list[str]:
         return [f"env:{self.entry.key}/{self.spec.text}/seed{self.entry.seed}/{i}" for i in range(self.entry.episodes)]
@@ -107,7 +136,7 @@ class EnvSource:
             episode = self._play(i, lambda: play_episode(self.entry, i, self._env, self._policy,
                                                          SamplingConfig(**self.sampling)))
             yield episode_record(id=ids[i], source="env", policy=self.spec.text, entry=self.entry, episode=episode,
-                                 start=self._replayer.start(self.entry, i), meta={"sampling": self.sampling})
+                                 start=episode.start, meta={"sampling": self.sampling})
 
     def _play(self, index: int, play: Any) -> Any:
         """``play()``, retried on infrastructure failures as the runner does; a failure that stays is an
@@ -126,7 +155,6 @@ class EnvSource:
                                   f"({type(e).__name__}: {str(e)[:300]}); the episodes before it are kept") from e
 
     def close(self) -> None:
-        self._replayer.close()
         if self._env is not None:
             self._env.close()
 

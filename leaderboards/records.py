@@ -7,6 +7,7 @@ written only by the runner's main thread.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 
 def utf8_text(text: str | None) -> str | None:
@@ -48,6 +49,19 @@ class StepRecord:
     """Wall time of ``env.step``."""
 
 
+@dataclass(frozen=True)
+class Start:
+    """An episode's start as its policy saw it: system prompt, first user message, the protocol's tools.
+
+    Recorded with the episode (the ``starts`` table), so that the viewer and the exporter read it from the
+    store instead of rebuilding the env from what the store says (:mod:`leaderboards.replay`)."""
+
+    system_prompt: str | None
+    first_observation: str
+    tools: list[dict[str, Any]] | None
+    protocol: str
+
+
 @dataclass
 class EpisodeRecord:
     """A finished (scored) episode of one suite entry, with its steps."""
@@ -68,6 +82,8 @@ class EpisodeRecord:
     wall_s: float
     attempts: int = 1
     steps: list[StepRecord] = field(default_factory=list)
+    start: Start | None = None
+    """What the policy saw at reset; ``None`` only for records built by hand (then nothing is stored)."""
 
     @property
     def num_steps(self) -> int:

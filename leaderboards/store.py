@@ -14,7 +14,8 @@ run created twice, the schema created twice) cannot interleave with another writ
 
 The ``schema_version`` table says how to read the file; a store from a newer agentgym is refused rather
 than misread. The runners' ``leases`` and ``runners`` tables (:mod:`leaderboards.leases`) are added by the
-first runner that needs them, within version 1: older readers ignore them. Opening never rewrites an existing file that
+first runner that needs them, within version 1: older readers ignore them; so is the ``starts`` table
+(:mod:`leaderboards.starts`), each episode's start recorded with it. Opening never rewrites an existing file that
 is not a healthy store of ours: it raises :class:`~leaderboards.errors.StoreError` and leaves it as it was.
 """
 
@@ -30,6 +31,7 @@ from typing import Any
 
 from .errors import StoreError
 from .records import EpisodeRecord, InfraFailure, utf8_text
+from .starts import ensure_table, write_start
 from .suite import Suite
 
 SCHEMA_VERSION = 1
@@ -218,6 +220,9 @@ class Store:
                 [(episode_id, s.t, utf8_text(s.reply), utf8_text(s.action), utf8_text(s.observation), s.reward,
                   s.terminated, s.truncated, s.action_valid, utf8_text(s.parse_error), utf8_text(s.finish_reason), s.prompt_tokens, s.completion_tokens,
                   s.prompt_chars, s.latency_s, s.env_s) for s in episode.steps])
+            if episode.start is not None:
+                ensure_table(self.db)
+                write_start(self.db, episode_id, episode.start)
         return True
 
     def record_infra_failure(self, run: Run, failure: InfraFailure) -> int:

@@ -17,9 +17,11 @@ Episode text is model output and must be shown, never run. Three layers see to i
 Each text field is cut at ``max_chars`` characters (the page says where and how long the original was); the
 store keeps the whole text. The store's ``steps`` table records, per turn, the raw reply, the native action
 (a tool call for tool envs, shown as one), the observation that followed, reward, validity, parse error and
-the turn's flags and timings; the env's full ``info`` dict and the reset observation are not stored, so the
-page shows what is, and the episode's start (system prompt, first observation, tools) replayed from its
-seed when asked (``starts=True``; the served page always replays it, per opened episode).
+the turn's flags and timings, and each episode's start (system prompt, first observation, tools) in its
+``starts`` table; the env's full ``info`` dict is not stored. The start is shown when asked (``starts=True``;
+the served page always shows it, per opened episode). A store written before starts were kept has none: then
+the start is replayed from its seed, only for entries :mod:`leaderboards.replay` allows (a store is untrusted
+data), and the page says why a start was not replayed.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .episodes_view import StartReplayer, run_entries
+from .episodes_view import StartReader, StartUnavailable, entry_verdicts
 from .store import Run, open_store
 from .suite import Entry
 
@@ -61,9 +63,12 @@ class EpisodeIndex:
     rows: list[list[Any]] = field(default_factory=list)
     where: list[tuple[int, int]] = field(default_factory=list)
     """Per row: ``(store number, episodes.id)``, to find its turns."""
-    entries: list[tuple[Entry | None, int]] = field(default_factory=list)
-    """Per row: its suite entry (``None`` if the stored suite lacks it) and episode index, to replay its start."""
+    entries: list[tuple[Entry | None, int, str | None]] = field(default_factory=list)
+    """Per row: its suite entry (``None`` if the stored suite lacks it), episode index, and why its start must
+    not be replayed (``None`` if it may), for a store that keeps no start."""
     sources: list[str] = field(default_factory=list)
+    unreplayed: dict[str, int] = field(default_factory=dict)
+    """Why starts were not shown -> how many (filled as starts are read)."""
 
 
 def run_key(run: Run, taken: set[str], store: Path) -> str:
@@ -86,14 +91,15 @@ def read_index(stores: list[str | Path]) -> EpisodeIndex:
             store.db.text_factory = lenient_text
             index.sources.append(str(store.path))
             for run in store.runs():
-                run_number, entries = len(index.runs), {e.key: e for e in run_entries(run)}
+                run_number, verdicts = len(index.runs), entry_verdicts(run)
                 index.runs.append({"key": run_key(run, taken, store.path), "name": run.name, "policy": run.policy,
                                    "suite": f"{run.suite} v{run.suite_version}", "store": str(store.path),
                                    "id": run.id, "source": number})
                 for row in store.episode_rows(run):
                     index.rows.append(_episode_row(run_number, row))
                     index.where.append((number, row["id"]))
-                    index.entries.append((entries.get(row["entry"]), row["episode_index"]))
+                    entry, refusal = verdicts.get(row["entry"], (None, None))
+                    index.entries.append((entry, row["episode_index"], refusal))
     return index
 
 
@@ -182,19 +188,20 @@ def tool_call(action: str | None) -> dict[str, Any] | None:
         return None
 
 
-def read_start(replayer: StartReplayer, index: EpisodeIndex, row: int, max_chars: int) -> dict[str, Any]:
-    """Row ``row``'s start (system prompt, first observation, tools), replayed from its seed; or its error.
+def read_start(reader: StartReader, index: EpisodeIndex, row: int, max_chars: int,
+               db: sqlite3.Connection) -> dict[str, Any]:
+    """Row ``row``'s start (system prompt, first observation, tools) from its store ``db``; or why there is none.
 
-    The store does not keep starts; replaying the seeded reset recovers them (:mod:`leaderboards.episodes_view`).
-    An env this installation cannot make is reported on the page, never raised.
+    A store from before starts were kept has none: an allowed replay of the seeded reset recovers it
+    (:class:`~leaderboards.episodes_view.StartReader`). A refused or failed replay is reported on the page
+    (and counted in ``index.unreplayed``), never raised.
     """
-    entry, episode_index = index.entries[row]
-    if entry is None:
-        return {"error": "its entry is not in the run's stored suite"}
+    entry, episode_index, refusal = index.entries[row]
     try:
-        start = replayer.start(entry, episode_index)
-    except Exception as e:  # any env failure: the page says so instead of failing
-        return {"error": f"could not replay the reset ({type(e).__name__}: {str(e)[:500]})"}
+        start = reader.start(db, index.where[row][1], entry, episode_index, refusal)
+    except StartUnavailable as e:
+        index.unreplayed[str(e)] = index.unreplayed.get(str(e), 0) + 1
+        return {"error": str(e)}
     text = {"system_prompt": start.system_prompt or "", "first_observation": start.first_observation}
     payload: dict[str, Any] = {k: v[:max_chars] for k, v in text.items()}
     payload["cut"] = {k: len(v) for k, v in text.items() if len(v) > max_chars}
@@ -250,25 +257,25 @@ def write_viewer(stores: list[str | Path], out: str | Path, *, max_chars: int = 
                  starts: bool = False) -> tuple[Path, EpisodeIndex]:
     """Write the static page for ``stores`` to ``out`` (a file); returns it and the index it shows.
 
-    With ``starts``, each episode's start is replayed (one env reset per episode: 2.5 minutes for the 1,076
-    episodes of ``results/core-baselines.sqlite`` on 2 cores, web envs included) and embedded; without, the
-    page says how to get them.
+    With ``starts``, each episode's start is read from the store and embedded (for a store from before starts
+    were kept, replayed where allowed: one env reset per episode, 2.5 minutes for the 1,076 episodes of
+    ``results/core-baselines.sqlite`` on 2 cores); without, the page says how to get them.
     """
     index = read_index(stores)
     steps: dict[int, dict[str, Any]] = {}
-    for number, path in enumerate(stores):
-        rows = {episode_id: n for n, (source, episode_id) in enumerate(index.where) if source == number}
-        with open_store(path, create=False) as store:
-            for episode_id, turns in read_steps(store.db, max_chars=max_chars).items():
-                if episode_id in rows:
-                    steps[rows[episode_id]] = {"turns": turns}
-    if starts:
-        replayer = StartReplayer()
-        try:
-            for row in range(len(index.rows)):
-                steps.setdefault(row, {"turns": []})["start"] = read_start(replayer, index, row, max_chars)
-        finally:
-            replayer.close()
+    reader = StartReader() if starts else None
+    try:
+        for number, path in enumerate(stores):
+            rows = {episode_id: n for n, (source, episode_id) in enumerate(index.where) if source == number}
+            with open_store(path, create=False) as store:
+                for episode_id, turns in read_steps(store.db, max_chars=max_chars).items():
+                    if episode_id in rows:
+                        steps[rows[episode_id]] = {"turns": turns}
+                for row in rows.values() if reader is not None else ():
+                    steps.setdefault(row, {"turns": []})["start"] = read_start(reader, index, row, max_chars, store.db)
+    finally:
+        if reader is not None:
+            reader.close()
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(render_viewer(index, steps, max_chars=max_chars), encoding="utf-8")

@@ -56,8 +56,20 @@ def run(args: argparse.Namespace) -> int:
         return 130
     finally:
         source.close()
+    _report_refused(getattr(source, "refused", []))
     print("wrote " + ", ".join(str(p) for p in written), file=sys.stderr)
     return 0
+
+
+def _report_refused(refused: list[tuple[str, str]]) -> None:
+    """Say which stored episodes were left out and why (grouped by reason; a few ids each)."""
+    reasons: dict[str, list[str]] = {}
+    for record_id, reason in refused:
+        reasons.setdefault(reason, []).append(record_id)
+    for reason, ids in sorted(reasons.items()):
+        shown = ", ".join(ids[:3]) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
+        print(f"agentgym export: left out {len(ids)} episode(s) whose start was not replayed ({shown}): {reason}",
+              file=sys.stderr)
 
 
 def _source(args: argparse.Namespace) -> Any:

@@ -12,8 +12,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", metavar="FILE", default=None,
                         help="write one self-contained HTML file (every episode's turns embedded) and exit")
     parser.add_argument("--starts", action="store_true",
-                        help="with --out: replay each episode's start (system prompt, first observation) from its seed "
-                             "and embed it (one env reset per episode); served pages always replay it when opened")
+                        help="with --out: embed each episode's start (system prompt, first observation) from the store "
+                             "(a store from before starts were kept: replayed from its seed, where allowed); served "
+                             "pages always show it when opened")
     parser.add_argument("--port", type=int, default=8765,
                         help="serve on http://127.0.0.1:PORT/ (default 8765; 0 picks a free port)")
     parser.add_argument("--max-chars", type=_positive, default=None, metavar="N",
@@ -44,9 +45,9 @@ def run(args: argparse.Namespace) -> int:
 def _write(stores: list, args: argparse.Namespace) -> int:
     from ..viewer import MAX_CHARS, write_viewer
 
-    if args.starts:
-        print("replaying each episode's start from its seed (one env reset per episode)...", file=sys.stderr)
     path, index = write_viewer(stores, args.out, max_chars=args.max_chars or MAX_CHARS, starts=args.starts)
+    for reason, n in sorted(index.unreplayed.items()):
+        print(f"agentgym view: {n} episode start(s) not shown (not replayed): {reason}", file=sys.stderr)
     print(f"wrote {path} ({len(index.rows)} episodes of {len(index.runs)} runs); open it in a browser")
     return 0
 
