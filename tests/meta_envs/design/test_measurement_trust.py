@@ -101,3 +101,24 @@ def test_a_gate_aware_module_fails_the_gates(tell):
         assert env.step(env.legal_actions()[-1])[1:] == (1.0, True)
     report = validate_module(source)
     assert not report.passed and report.failed_gate in ("baselines", "determinism"), report.to_info()
+
+
+def test_generated_v0_gives_every_episode_a_fresh_process(tmp_path):
+    """Gates run many episodes per process and plays one: a Generated-v0 process kept across episodes let
+    a module play honestly while its count was low and hand out wins after."""
+    from meta_envs.design.archive import EnvArchive
+    from meta_envs.design.generated import GeneratedEnv
+
+    counter = "\n\nEPISODES = []\n"
+    source = _with_step_prelude(example_module("lamps"), "        EPISODES.append(seed)\n",
+                                "        if len(EPISODES) > 1:\n            return 'You win.', 1.0, True\n")
+    sha = EnvArchive(tmp_path).add(source + counter, {"difficulty": 0.5})
+    env = GeneratedEnv(archive=str(tmp_path), sha=sha)
+    try:
+        rewards_seen = []
+        for seed in range(3):
+            _, info = env.reset(seed=seed)
+            rewards_seen.append(env.step(info["valid_actions"][-1])[1])
+    finally:
+        env.close()
+    assert max(rewards_seen) < 1.0, rewards_seen  # before issue 31: [0.0, 1.0, 1.0]
