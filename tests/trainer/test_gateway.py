@@ -135,7 +135,7 @@ def test_completions_take_text_or_token_ids_and_continue_or_start_segments(serve
                                       logprobs=1)
     assert len(first.choices[0].logprobs.token_logprobs) == len(first.model_extra["agentgym"]["completion_token_ids"])
     session = server.sessions[opened["session_id"]]
-    ids = session.segments[0].token_ids + server.policy.encode("<|end|>\n<|user|>\nok<|end|>\n<|assistant|>\n")
+    ids = list(session.segments[0].token_ids) + server.policy.encode("<|end|>\n<|user|>\nok<|end|>\n<|assistant|>\n")
     assert client.completions.create(model=MODEL, prompt=ids, max_tokens=4).model_extra["agentgym"]["new_segment"] is None
     text = session.segments[0].text + "\nmore"
     assert client.completions.create(model=MODEL, prompt=text, max_tokens=4).model_extra["agentgym"]["new_segment"] is None
@@ -381,3 +381,60 @@ def test_finished_sessions_nobody_takes_are_released_after_a_grace_period(serve)
     _open(server)
     status, error = _request(f"{server.url}/sessions", b"{}")
     assert status == 429 and "2 open" in error["error"]["message"]
+
+
+def _held_bytes(obj) -> int:
+    """The bytes ``obj`` holds: every object reachable from it, each counted once (classes and modules aside)."""
+    import gc
+    import sys
+    import types
+
+    seen, stack, total = set(), [obj], 0
+    while stack:
+        o = stack.pop()
+        if id(o) in seen or isinstance(o, (type, types.ModuleType, types.FunctionType)):
+            continue
+        seen.add(id(o))
+        total += sys.getsizeof(o)
+        stack.extend(gc.get_referents(o))
+    return total
+
+
+def _new_segment_calls(server, client, calls: int, length: int) -> None:
+    """``calls`` completions calls of ``length`` fresh token ids each: every call starts a segment of its own."""
+    import random
+
+    rng, vocab = random.Random(0), server.policy.model.get_input_embeddings().num_embeddings
+    for _ in range(calls):
+        client.completions.create(model=MODEL, prompt=[rng.randrange(300, vocab) for _ in range(length)], max_tokens=1)
+
+
+def test_a_sessions_tokens_are_held_compactly(serve):
+    """Each recorded token used to cost ~70 bytes (four Python lists of ints and floats); held as compact arrays
+    it costs a fraction of that, whatever the harness sends."""
+    server = serve()
+    opened, client = _open(server)
+    _new_segment_calls(server, client, calls=4, length=1500)
+    session = server.sessions[opened["session_id"]]
+    assert session.num_tokens >= 6000 and len(session.segments) == 4
+    import sys
+
+    text = sum(sys.getsizeof(s.text) for s in session.segments)  # the rendered text the prefix check needs
+    per_token = (_held_bytes(session) - text) / session.num_tokens
+    assert per_token < 16, f"{per_token:.1f} bytes held per token besides the text ({text / session.num_tokens:.1f})"
+
+
+def test_a_global_token_budget_refuses_calls_past_it_and_frees_with_the_sessions(serve):
+    """``max_held_tokens`` bounds what every session together holds: a call that would pass it is 429 (and says
+    why), sampling nothing; once a session is deleted (or finished and released) calls go on."""
+    server = serve(limits=GatewayLimits(max_context_tokens=4096, max_held_tokens=2500))
+    first, client = _open(server)
+    _new_segment_calls(server, client, calls=1, length=1500)
+    second, other = _open(server)
+    with pytest.raises(openai.RateLimitError, match="max_held_tokens") as refused:
+        _new_segment_calls(server, other, calls=1, length=1500)
+    assert refused.value.status_code == 429 and server.batcher.calls == 1
+    assert server.sessions[second["session_id"]].summary()["calls"] == 0
+    assert _request(f"{server.url}/sessions/{first['session_id']}", None, method="DELETE")[0] == 200
+    _new_segment_calls(server, other, calls=1, length=1500)
+    assert server.sessions[second["session_id"]].summary()["calls"] == 1

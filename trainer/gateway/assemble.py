@@ -86,6 +86,7 @@ def session_record(session: Session) -> dict[str, Any]:
 
     return {**session.summary(), "replies": list(session.replies), "versions": list(session.versions),
             "rewards": list(session.outcome.rewards), "turn_valid": list(session.turn_valid),
-            "segments": [{"reason": s.reason, "token_ids": s.token_ids, "loss_mask": s.loss_mask,
-                          "logprobs": [finite(x) for x in s.logprobs], "turns": s.turns, "prompt_length": s.prompt_length}
+            "segments": [{"reason": s.reason, "token_ids": s.token_ids.tolist(), "loss_mask": s.loss_mask.tolist(),
+                          "logprobs": [finite(x) for x in s.logprobs], "turns": s.turns.tolist(),
+                          "prompt_length": s.prompt_length}
                          for s in session.segments]}

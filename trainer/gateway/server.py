@@ -19,7 +19,8 @@ by the trainer or the exporter); a session idle for ``session_ttl_s`` is ended a
 trained on), a finished one nobody takes is released ``finished_grace_s`` after it ended, and when neither
 makes room a new session is refused with 429 (``Retry-After``: when one will). A session holds at most
 ``max_calls`` calls and each prompt plus ``max_tokens`` must fit ``max_context_tokens``, so memory per session
-is bounded too. Bodies are bounded by :mod:`agentgym_envs.core.httpd` (413 beyond ``max_body_bytes``).
+is bounded too, and all sessions together hold at most ``max_held_tokens`` (a call that could pass it is 429;
+tokens are held as compact arrays, :class:`~.sessions.Segment`). Bodies are bounded by :mod:`agentgym_envs.core.httpd` (413 beyond ``max_body_bytes``).
 Sampling runs one call at a time, or batches concurrent sessions' calls (``max_batch``, :mod:`.batcher`); two
 concurrent calls on one session get 409 for the second.
 """
@@ -60,6 +61,9 @@ class GatewayLimits:
     max_tokens_limit: int = 4096
     assign_wait_s: float = 10.0
     max_body_bytes: int = 8 << 20
+    max_held_tokens: int = 8_000_000
+    """Tokens all held sessions together may hold (ids, mask, log-probs and turns: ~13 bytes each, plus the
+    rendered text): a call that could pass it is refused with 429 until sessions end, are taken or deleted."""
 
 
 class GatewayServer(HardenedHTTPServer):
@@ -92,6 +96,7 @@ class GatewayServer(HardenedHTTPServer):
         self._work: deque[dict[str, Any]] | None = None  # a training gateway's assignments; None: open sessions freely
         self._closed = False
         self._created = 0
+        self._reserved = 0  # tokens of the budget held for calls in flight (GatewayLimits.max_held_tokens)
 
     @property
     def url(self) -> str:
@@ -247,11 +252,16 @@ class GatewayServer(HardenedHTTPServer):
             else:
                 prompt = session.completion_prompt(self.policy, text_or_ids)
             self._check_context(len(prompt.ids), sampling.max_new_tokens)
-        completion = self._generate(prompt.ids, sampling)
-        with self.lock:
-            message, finish = wire.assistant_message(completion.text, tools) if kind == "chat" else (None, None)
-            session.record(self.policy, prompt, completion, returned=message, wire=raw if kind == "chat" else None,
-                           version=self.version)
+        need = self._reserve(prompt.added + sampling.max_new_tokens)
+        try:
+            completion = self._generate(prompt.ids, sampling)
+            with self.lock:
+                message, finish = wire.assistant_message(completion.text, tools) if kind == "chat" else (None, None)
+                session.record(self.policy, prompt, completion, returned=message,
+                               wire=raw if kind == "chat" else None, version=self.version)
+        finally:
+            with self._state:
+                self._reserved -= need
         extra = {"session_id": session.sid, "call": len(session.replies) - 1, "segment": len(session.segments) - 1,
                  "new_segment": prompt.new_segment, "policy_version": self.version,
                  "completion_token_ids": list(completion.token_ids)}
@@ -269,6 +279,24 @@ class GatewayServer(HardenedHTTPServer):
             return replace(asked, seed=seed if request.get("seed") is None else asked.seed)
         return replace(self.sampling, max_new_tokens=min(asked.max_new_tokens, self.sampling.max_new_tokens),
                        stop=asked.stop, seed=seed)
+
+    def _reserve(self, tokens: int) -> int:
+        """Hold ``tokens`` of the global budget for a call in flight (returned once it is recorded), or 429 when
+        the held sessions and the calls in flight leave too little (after releasing what can be released)."""
+        budget = self.gateway_limits.max_held_tokens
+        with self._state:
+            held = sum(s.num_tokens for s in self.sessions.values()) + self._reserved
+            if held + tokens > budget:
+                self._expire()
+                held = sum(s.num_tokens for s in self.sessions.values()) + self._reserved
+            if held + tokens > budget:
+                raise HTTPRequestError(429, f"this call could add {tokens} tokens (its new prompt ids and max_tokens) "
+                                            f"to the {held} the gateway's {len(self.sessions)} sessions hold, past its "
+                                            f"budget of {budget} (GatewayLimits.max_held_tokens); end, or DELETE, "
+                                            "sessions, or retry once finished ones are released",
+                                       "token_budget_exceeded", headers={"Retry-After": "1"})
+            self._reserved += tokens
+        return tokens
 
     def _check_context(self, prompt_tokens: int, max_tokens: int) -> None:
         limit = self.gateway_limits.max_context_tokens
