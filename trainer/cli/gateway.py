@@ -34,6 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--session-ttl", type=float, default=600.0, help="seconds before an idle session expires")
     parser.add_argument("--finished-grace", type=float, default=60.0,
                         help="seconds a finished session stays readable (GET /sessions/{sid}) before it is released")
+    parser.add_argument("--max-held-tokens", type=int, default=8_000_000,
+                        help="tokens all held sessions together may hold (then a call is 429)")
     parser.add_argument("--max-batch", type=int, default=1, help="concurrent calls sampled together (default 1)")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
 
@@ -72,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
             server_ref[0].release(session.sid)
 
     limits = GatewayLimits(max_sessions=args.max_sessions, session_ttl_s=args.session_ttl,
-                           finished_grace_s=args.finished_grace)
+                           finished_grace_s=args.finished_grace, max_held_tokens=args.max_held_tokens)
     try:
         server = GatewayServer(policy, model_name=args.model_name, host=args.host, port=args.port, api_key=api_key,
                                allow_remote=args.allow_remote, limits=limits, envs=envs, on_finish=export,
