@@ -68,8 +68,9 @@ def _entry_problem(entry: Entry) -> str | None:
         return "its make kwargs are not a mapping"
     refused = [str(key)[:60] for key in sorted(entry.kwargs, key=str) if key not in PLAIN_KWARGS]
     if refused:
-        names, verb = ", ".join(map(repr, refused)), "is" if len(refused) == 1 else "are"
-        return f"its make kwarg{'s' * (len(refused) > 1)} {names} {verb} not a plain setting"
+        names = ", ".join(map(repr, refused))
+        return (f"its make kwarg {names} is not a plain setting" if len(refused) == 1
+                else f"its make kwargs {names} are not plain settings")
     for key, value in entry.kwargs.items():
         if not _plain(value):
             return f"its make kwarg {key!r} = {str(value)[:60]!r} is not a number, a boolean or a short word"

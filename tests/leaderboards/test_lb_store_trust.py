@@ -162,3 +162,132 @@ def test_export_refuses_to_replay_a_hostile_store_and_reports_it(hostile, tmp_pa
     assert out.returncode == 0, out.stderr
     assert "not replayed" in out.stderr and "left out 1 episode" in out.stderr, out.stderr
     assert load_trajectories(tmp_path / "out") == []
+
+
+# ----------------------------------------------------------------------------------- starts kept in the store
+ENTRIES = [{"env": "agentgym/Maze-Easy-v0", "tasks": 2, "protocol": "tool_calls"},
+           {"env": "agentgym/Wordle-Easy-v0", "tasks": 2, "max_steps": 4}]
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("trust-store")
+    path = tmp / "results.sqlite"
+    run_bench(write_suite(tmp / "s.yaml", ENTRIES, name="trustsuite"), "expert", path, BenchOptions(progress=False))
+    return path
+
+
+def _without_starts(store: Path, copy: Path) -> Path:
+    """``store`` as a store written before starts were kept (no ``starts`` table)."""
+    import sqlite3
+
+    copy.write_bytes(store.read_bytes())
+    db = sqlite3.connect(copy)
+    with db:
+        db.execute("DROP TABLE starts")
+    db.close()
+    return copy
+
+
+def test_the_runner_records_starts_so_export_and_view_build_no_env(recorded, tmp_path, monkeypatch):
+    import sqlite3
+
+    import agentgym_envs
+    import leaderboards.episode
+    from leaderboards.viewer import write_viewer
+
+    db = sqlite3.connect(recorded)
+    assert db.execute("SELECT COUNT(*) FROM starts").fetchone()[0] == 4 == db.execute(
+        "SELECT COUNT(*) FROM episodes").fetchone()[0]
+    db.close()
+    env = agentgym_envs.make("agentgym/Maze-Easy-v0", protocol="tool_calls")
+    first, info = env.reset(seed=1)
+
+    def no_env(entry):
+        raise AssertionError(f"an env was built for {entry.key}")
+
+    monkeypatch.setattr(leaderboards.episode, "make_env", no_env)
+    records = {r["id"]: r for r in load_trajectories(export(StoreSource(recorded), tmp_path / "out")[0])}
+    maze = records["store:expert/trustsuite/v1/agentgym/Maze-Easy-v0/1"]
+    assert maze["messages"][0]["content"] == info["system_prompt"] and maze["messages"][1]["content"].endswith(first)
+    assert [t["function"]["name"] for t in maze["tools"]] == ["act"]
+    _, index = write_viewer([recorded], tmp_path / "page.html", starts=True)
+    assert index.unreplayed == {} and (tmp_path / "page.html").read_text().count('"first_observation":"') == 4
+
+
+def test_an_old_store_replays_allowed_entries_to_the_same_records(recorded, tmp_path):
+    """Without stored starts, plain entries are replayed from their seeds: the export is byte-identical."""
+    old = _without_starts(recorded, tmp_path / "old.sqlite")
+    source = StoreSource(old)
+    assert source.refused == []
+    export(source, tmp_path / "old")
+    source.close()
+    export(StoreSource(recorded), tmp_path / "new")
+    assert (tmp_path / "old" / "trajectories.jsonl").read_bytes() == (tmp_path / "new" / "trajectories.jsonl").read_bytes()
+
+
+def test_a_forged_start_is_shown_as_data(recorded, tmp_path):
+    """A store's stored start is text: shown and exported as it is, malformed JSON tools count as no start."""
+    import sqlite3
+
+    forged = tmp_path / "forged.sqlite"
+    forged.write_bytes(recorded.read_bytes())
+    db = sqlite3.connect(forged)
+    with db:
+        db.execute("UPDATE starts SET first_observation = '</script><b>x</b>', tools_json = NULL")
+        db.execute("UPDATE starts SET tools_json = ? WHERE episode_id = 1", ("[" * 100_000,))
+    db.close()
+    source = StoreSource(forged)
+    records = list(source.records())
+    source.close()
+    assert sum(r["messages"][1]["content"] == "</script><b>x</b>" for r in records) == 3  # the 4th is replayed
+    server = ViewerServer([forged], port=0)
+    try:
+        shown = [json.loads(server.steps_json(row))["start"]["first_observation"] for row in range(4)]
+        assert shown.count("</script><b>x</b>") == 3
+    finally:
+        server.close()
+
+
+# ----------------------------------------------------------------------------------- the trust policy
+def test_replay_refusal_allows_shipped_entries_and_plain_settings_only():
+    from leaderboards.replay import replay_refusal
+    from leaderboards.suite import load_suite
+
+    design = load_suite("design")
+    generated = next(e for e in design.entries if e.env_id == "agentgym/Generated-v0")
+    assert replay_refusal(design.name, design.version, design.fingerprint, generated) is None
+    maze = Entry("agentgym/Maze-Easy-v0", "examples", {"split": "test", "dense_reward": True, "sizes": [3, 4]})
+    assert replay_refusal("mine", 1, "f" * 16, maze) is None
+    refused = {
+        "archive": Entry("agentgym/Generated-v0", "design", {"archive": "/tmp/x"}),
+        "forged fingerprint": Entry("agentgym/Generated-v0", "design", {"backend": "unsafe"}, tasks=10, repeats=2,
+                                    seed=10000, max_steps=100, protocol="react"),
+        "path in a word": Entry("agentgym/Maze-Easy-v0", "examples", {"split": "../../etc"}),
+        "url": Entry("agentgym/Maze-Easy-v0", "examples", {"split": "http://h/x"}),
+        "module import": Entry("os:Env-v0", "x", {}),
+        "unregistered": Entry("agentgym/NoSuch-v0", "x", {}),
+        "nested": Entry("agentgym/Maze-Easy-v0", "examples", {"sizes": [{"a": 1}]}),
+        "bad protocol": Entry("agentgym/Maze-Easy-v0", "examples", {}, protocol="exec"),
+        "bad seed": Entry("agentgym/Maze-Easy-v0", "examples", {}, seed="0"),
+    }
+    for what, entry in refused.items():
+        reason = replay_refusal(design.name, design.version, design.fingerprint, entry)
+        assert reason is not None and reason.startswith("refused to replay"), what
+
+
+def test_a_malformed_stored_suite_is_reported_not_raised(recorded, tmp_path):
+    import sqlite3
+
+    from leaderboards.viewer import write_viewer
+
+    broken = _without_starts(recorded, tmp_path / "broken.sqlite")
+    db = sqlite3.connect(broken)
+    with db:
+        db.execute("UPDATE runs SET suite_json = ?", (json.dumps({"entries": [{"env_id": 1, "nope": 2}, 7]}),))
+    db.close()
+    _, index = write_viewer([broken], tmp_path / "page.html", starts=True)
+    assert list(index.unreplayed.values()) == [4] and "not in the run's stored suite" in next(iter(index.unreplayed))
+    source = StoreSource(broken)
+    assert source.ids() == [] and len(source.refused) == 4
+    source.close()

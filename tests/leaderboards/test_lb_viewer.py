@@ -258,3 +258,33 @@ def test_view_cli_writes_the_page_serves_it_and_refuses_a_non_store(store, tmp_p
     (tmp_path / "notes.txt").write_text("not a store")
     bad = agentgym("view", str(tmp_path / "notes.txt"), "--out", str(tmp_path / "w.html"))
     assert bad.returncode == 2 and "not an SQLite file" in bad.stderr and not (tmp_path / "w.html").exists()
+
+
+def test_the_served_viewer_drops_idle_clients_and_caps_its_threads(store):
+    """Issue 31 §4: the viewer was a plain ThreadingHTTPServer (a thread per silent socket, no deadlines)."""
+    import socket
+
+    from agentgym_envs.core.httpd import ServerLimits
+
+    limits = ServerLimits(max_handler_threads=2, read_timeout_s=1.0, idle_timeout_s=1.0)
+    server = ViewerServer([store], port=0, limits=limits)
+    server.serve_in_thread("viewer-test")
+    address = server.server_address[:2]
+    try:
+        slow = [socket.create_connection(address, timeout=5) for _ in range(5)]
+        for s in slow:
+            s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n")  # headers never finished
+        time.sleep(0.5)
+        assert server.active_handlers == 2
+        with pytest.raises(urllib.error.HTTPError) as busy:
+            urllib.request.urlopen(server.url + "episodes/0/steps.json", timeout=5)
+        assert busy.value.code == 503
+        silent = socket.create_connection(address, timeout=5)
+        time.sleep(2.5)  # the slow requests pass read_timeout_s, the silent socket idle_timeout_s
+        assert server.active_handlers == 0 and silent.recv(10) == b""
+        with urllib.request.urlopen(server.url + "episodes/0/steps.json", timeout=30) as answer:
+            assert answer.status == 200 and answer.headers["X-Content-Type-Options"] == "nosniff"
+        for s in slow + [silent]:
+            s.close()
+    finally:
+        server.close()
