@@ -18,12 +18,17 @@ silently lose its envs' state, and a retried step is not idempotent):
 * with ``step_timeout``, a batch that has not finished by the deadline is a hung actor: it is killed, and
   every env of the batch reports ``"timeout"`` (an actor runs its envs one after another, so a hang cuts
   all K of them; ``envs_per_actor=1`` isolates every env);
-* an env that raises is data (``"raised"``), as in the other modes, and only that env is rebuilt.
+* an env that raises is data (``"raised"``), as in the other modes, and only that env is rebuilt;
+* a lost node never ends the run. An env whose actor is gone is rebuilt on a replacement actor only while the
+  cluster has a free ``num_cpus`` for it (and that actor builds within ``REPLACEMENT_WAIT_S``); otherwise, or
+  if the replacement dies too (it was placed on the dying node), the env joins the surviving actor hosting the
+  fewest envs, which then steps more envs per call. The cut episode is reported once, as for any loss. Only
+  a cluster with no surviving actor at all waits for a replacement (``startup_timeout``) and then stops.
 
 Actors ask for a fractional ``num_cpus`` and are placed with Ray's ``SPREAD`` strategy (soft: a replacement
 still starts when a node is gone; ``ActorPool``-style hangs on unschedulable actors are avoided because
-every wait has a deadline: an actor asking for more CPUs than any node has is refused up front, and one
-that is not scheduled and built within ``startup_timeout`` raises :class:`VectorEnvError`).
+every wait has a deadline: an actor asking for more CPUs than any node has is refused up front, and one of
+the first layout that is not scheduled and built within ``startup_timeout`` raises :class:`VectorEnvError`).
 Unpickling here is of our own driver's cloudpickles of its env factories, and of results from our own
 actors, inside the cluster the user started: no bytes from an agent or a remote user are unpickled.
 """
@@ -31,6 +36,7 @@ actors, inside the cluster the user started: no bytes from an agent or a remote 
 from __future__ import annotations
 
 import itertools
+import logging
 import math
 import os
 import pickle
@@ -48,6 +54,11 @@ from .ray_cluster import import_ray, init_ray
 from .worker import COMMANDS, STARTUP_TIMEOUT_S, Failure, _error, _raised, _remaining
 
 ray = import_ray()
+logger = logging.getLogger(__name__)
+
+#: How long a rebuilt env waits for a replacement actor before it joins a surviving actor instead (Ray may
+#: have counted a free CPU that is gone by the time the actor is placed, or placed it on a dying node).
+REPLACEMENT_WAIT_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -176,8 +187,13 @@ class _Slot:
         self.open_keys: set[int] = set()
         self.closing: list[Any] = []  # close-only batches: waited for (briefly) before the actor is stopped
 
+    @property
+    def alive(self) -> bool:
+        """Whether this slot has an actor not known to be lost."""
+        return self.actor is not None and self.lost is None
+
     def ensure_actor(self) -> None:
-        if self.actor is not None and self.lost is None:
+        if self.alive:
             return
         self.generation += 1
         self.lost, self.queue, self.batch_of, self.batches, self.replies = None, [], {}, {}, {}
@@ -265,27 +281,55 @@ class RayFleet:
         init_ray(options.address)
         self.envs_per_actor = options.layout(num_envs)
         self.threads, self.startup_timeout = options.threads_per_actor, options.startup_timeout
+        self.num_cpus = options.num_cpus
         self.close_timeout = options.close_timeout
         self.actor_class = ray.remote(EnvHost).options(
             num_cpus=options.num_cpus, max_restarts=0, max_task_retries=0,
             scheduling_strategy=options.scheduling_strategy)
         self.slots = [_Slot(self, s) for s in range(math.ceil(num_envs / self.envs_per_actor))]
         self.index_of: dict[int, int] = {}
+        self.home: dict[int, _Slot] = {}  # env index -> the slot hosting it (moves when its actor is lost)
         self._keys = itertools.count()
 
     def start(self, index: int, env_fn_bytes: bytes) -> RayEnvHandle:
-        """A handle for env ``index``, whose env is being built on its slot's actor (started if needed)."""
-        slot = self.slots[index // self.envs_per_actor]
+        """A handle for env ``index``, whose env is being built on its slot's actor (started if needed).
+
+        The first build follows the layout. A rebuild whose actor is gone gets a replacement actor only
+        while the cluster has a free ``num_cpus``; otherwise it joins the least loaded surviving actor."""
+        rebuild = index in self.home
+        slot = self.home.get(index) or self.slots[index // self.envs_per_actor]
+        if rebuild and not slot.alive and not self._spare_cpus():
+            slot = self.survivor(exclude=set()) or slot  # no survivor at all: wait for a replacement
+        handle = RayEnvHandle(self, index, env_fn_bytes, movable=rebuild)
+        self.place(handle, slot)
+        return handle
+
+    def place(self, handle: RayEnvHandle, slot: _Slot) -> None:
+        """Start building ``handle``'s env on ``slot``'s actor (a replacement actor if it has none)."""
+        replacing = not slot.alive
         slot.ensure_actor()
         key = next(self._keys)
-        self.index_of[key] = index
+        self.index_of[key], self.home[handle.index] = handle.index, slot
         slot.open_keys.add(key)
         try:
-            build_ref = slot.actor.build.remote(key, env_fn_bytes)
+            build_ref = slot.actor.build.remote(key, handle.env_fn_bytes)
         except Exception as e:  # the new actor is already known dead: the handle reports it at wait_ready
             slot.fail(_lost(slot._indices(), e))
             build_ref = None
-        return RayEnvHandle(self, slot, key, build_ref)
+        short = replacing and handle.movable and self.survivor(exclude={slot}) is not None  # else wait for room
+        handle.attach(slot, key, build_ref, min(self.startup_timeout, REPLACEMENT_WAIT_S) if short else None)
+
+    def survivor(self, exclude: set[_Slot]) -> _Slot | None:
+        """The slot whose live actor hosts the fewest envs (the lowest index on a tie), or ``None``."""
+        live = [slot for slot in self.slots if slot.alive and slot.open_keys and slot not in exclude]
+        return min(live, key=lambda slot: (len(slot.open_keys), slot.index), default=None)
+
+    def _spare_cpus(self) -> bool:
+        """Whether Ray sees a free ``num_cpus`` on a live node (a dead node's CPUs leave this view)."""
+        try:
+            return ray.available_resources().get("CPU", 0.0) >= self.num_cpus
+        except Exception:  # the cluster's state could not be read: rather a surviving actor than a hang
+            return False
 
     def flush(self) -> None:
         for slot in self.slots:
@@ -302,23 +346,45 @@ class RayFleet:
 class RayEnvHandle:
     """Host handle of one env on a Ray actor; never raises on a broken actor, returns a :class:`Failure`."""
 
-    def __init__(self, fleet: RayFleet, slot: _Slot, key: int, build_ref: Any):
-        self.fleet, self.slot, self.key, self.generation = fleet, slot, key, slot.generation
-        self._build_ref = build_ref
-        self._ready_by = time.monotonic() + fleet.startup_timeout
+    def __init__(self, fleet: RayFleet, index: int, env_fn_bytes: bytes, movable: bool):
+        self.fleet, self.index, self.env_fn_bytes, self.movable = fleet, index, env_fn_bytes, movable
         self._broken: Failure | None = None
         self.pid: int | None = None
         self.node_id: str | None = None
         self.snapshots = False
 
+    def attach(self, slot: _Slot, key: int, build_ref: Any, wait: float | None) -> None:
+        """Wait for the build on ``slot``: ``wait`` seconds for a replacement that a survivor can stand in
+        for, else ``startup_timeout``."""
+        self.slot, self.key, self.generation, self._build_ref = slot, key, slot.generation, build_ref
+        self._wait = wait
+        self._ready_by = time.monotonic() + (self.fleet.startup_timeout if wait is None else wait)
+
     def wait_ready(self, deadline: float | None) -> Failure | None:
+        """``None`` once the env is built. A rebuilt env whose actor dies or is not placed in time moves on
+        to the surviving actors in turn; a failure comes back only when none is left (or the env raised)."""
+        failure, tried = self._built(deadline), {self.slot}
+        while failure is not None and failure.kind != "raised" and self.movable:
+            slot = self.fleet.survivor(exclude=tried)
+            if slot is None:
+                return failure
+            logger.warning("env %d moves to the Ray actor hosting envs %s: %s", self.index, slot._indices(),
+                           failure.detail)
+            self.slot.open_keys.discard(self.key)
+            tried.add(slot)
+            self.fleet.place(self, slot)
+            failure = self._built(deadline)
+        return failure
+
+    def _built(self, deadline: float | None) -> Failure | None:
         if self._build_ref is None:
             return self.slot.lost
         deadline = self._ready_by if deadline is None else min(deadline, self._ready_by)
         ready, _ = ray.wait([self._build_ref], timeout=_remaining(deadline))
         if not ready:
-            self.slot.fail(Failure("timeout", "its Ray actor was not scheduled or did not build the env within "
-                                              f"startup_timeout={self.fleet.startup_timeout} s"))
+            limit = (f"startup_timeout={self.fleet.startup_timeout} s" if self._wait is None
+                     else f"{self._wait} s (a surviving actor takes the env instead)")
+            self.slot.fail(Failure("timeout", f"its Ray actor was not scheduled or did not build the env within {limit}"))
             return self.slot.lost
         try:
             status, value = ray.get(self._build_ref)
