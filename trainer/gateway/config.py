@@ -28,6 +28,8 @@ class GatewayConfig:
     max_sessions: int = 256
     max_calls: int = 64
     """Calls per session (an episode's turns); bounds the memory a session holds."""
+    max_held_tokens: int = 8_000_000
+    """Tokens all held sessions together may hold (~18 bytes each); a call that could pass it is refused (429)."""
     max_batch: int = 1
     """Concurrent sessions' calls sampled in one batch (trainer/gateway/batcher.py): faster with many harness
     workers; 1 keeps every session's tokens a bit-for-bit function of its seed and requests."""
@@ -37,6 +39,7 @@ class GatewayConfig:
                   (self.session_ttl_s > 0, f"gateway.session_ttl_s must be > 0, got {self.session_ttl_s}"),
                   (self.max_sessions >= 1, f"gateway.max_sessions must be >= 1, got {self.max_sessions}"),
                   (self.max_calls >= 1, f"gateway.max_calls must be >= 1, got {self.max_calls}"),
+                  (self.max_held_tokens >= 1, f"gateway.max_held_tokens must be >= 1, got {self.max_held_tokens}"),
                   (self.max_batch >= 1, f"gateway.max_batch must be >= 1, got {self.max_batch}"),
                   (0 <= self.port < 65536, f"gateway.port must be in 0..65535, got {self.port}")]
         for ok, message in checks:

@@ -55,7 +55,8 @@ class GatewaySource:
             raise ConfigError(f"rollout.source=gateway runs in one process; expected 1 rank, got {trainer.world.size}")
         self.trainer, self.group_size = trainer, r.group_size
         limits = GatewayLimits(max_sessions=g.max_sessions, session_ttl_s=g.session_ttl_s, max_calls=g.max_calls,
-                               max_context_tokens=r.max_context_tokens, max_tokens_limit=max(r.max_new_tokens, 4096))
+                               max_context_tokens=r.max_context_tokens, max_tokens_limit=max(r.max_new_tokens, 4096),
+                               max_held_tokens=g.max_held_tokens)
         sampling = SamplingConfig(temperature=r.temperature, top_p=r.top_p, max_new_tokens=r.max_new_tokens)
         envs = EnvDriver(trainer.train_spec, invalid_penalty=r.invalid_penalty,
                          stall_penalty=r.stall_penalty) if g.env_driven else None
