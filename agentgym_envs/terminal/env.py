@@ -104,7 +104,7 @@ class TerminalEnv(TaskEnv):
         self._limits, self._backend_options = limits or Limits(), backend_options
         self._box: sandboxes.SupervisedSandbox | None = None
         self._box_key: tuple | None = None
-        self._prebuilds: dict[str, str | prebuilt.Overlay] = {}
+        self._prebuilds: dict[tuple, str | prebuilt.Overlay] = {}
         self._shell: sandboxes.ShellSession | None = None
         self._history: list[str] = []
         self._expert_step = 0
@@ -243,9 +243,10 @@ class TerminalEnv(TaskEnv):
         """The task's prebuilt image (docker) or overlay (bwrap), when its RUN steps write system dirs."""
         if task.image is not None or task.prebuild is None:
             return None
-        if task.id not in self._prebuilds:
-            self._prebuilds[task.id] = prebuilt.prepare(task, self.backend)
-        return self._prebuilds[task.id]
+        key = (task.id, task.prebuild, task.setup)  # two imports may share an id (a directory's name)
+        if key not in self._prebuilds:
+            self._prebuilds[key] = prebuilt.prepare(task, self.backend)
+        return self._prebuilds[key]
 
     def _install(self, task: TerminalTask, box: sandboxes.SupervisedSandbox) -> None:
         """Files and setup; a prebuilt task's are in its image (docker) or its kept state (bwrap)."""

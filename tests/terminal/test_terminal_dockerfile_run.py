@@ -19,7 +19,7 @@ from terminal_backends import REAL_BACKENDS, require_backend
 
 from sandboxes import SandboxError
 
-from agentgym_envs.terminal import load_task_dir
+from agentgym_envs.terminal import TaskRefused, load_task_dir
 from agentgym_envs.terminal.env import TerminalEnv
 
 DOCKERFILE = """\
@@ -51,8 +51,8 @@ def test_greetings():
 """
 
 
-def write_task(root) -> str:
-    task_dir = root / "tools-on-path"
+def write_task(root, name: str = "tools-on-path") -> Path:
+    task_dir = root / name
     (task_dir / "tests").mkdir(parents=True)
     (task_dir / "task.yaml").write_text("instruction: Greet everyone in /app/names.txt into /app/greetings.txt.\n"
                                         "difficulty: easy\ncategory: tools\nmax_test_timeout_sec: 60\n")
@@ -151,3 +151,20 @@ def test_docker_image_is_built_from_the_offline_dockerfile_once(tmp_path):
     tag = prebuilt.docker_image(task)
     assert tag.startswith("agentgym/task-terminal-bench-tools-on-path:")
     assert prebuilt.docker_image(load_task_dir(tmp_path / "tools-on-path")) == tag
+
+
+@pytest.mark.parametrize("backend", REAL_BACKENDS)
+def test_a_build_that_cannot_be_honoured_refuses_the_task_once_with_the_reason(backend, tmp_path):
+    """A RUN step that still fails offline fails the one build: refused at construction, not every episode."""
+    require_backend(backend)
+    task_dir = write_task(tmp_path)
+    (task_dir / "Dockerfile").write_text(DOCKERFILE + "RUN curl -fsS https://example.invalid/tool -o /opt/tools/bin/x\n")
+    broken, good = load_task_dir(task_dir), load_task_dir(write_task(tmp_path, "good"))
+    with pytest.raises(TaskRefused, match=r"tools-on-path cannot run on the .* backend: .*(curl|example\.invalid|failed)"):
+        TerminalEnv(tasks=[broken], backend=backend)
+    env = TerminalEnv(tasks=[broken, good], backend=backend, skip_unavailable=True)
+    try:
+        assert len(env.tasks) == 1 and env.refused[0][0] == "terminal-bench/tools-on-path"
+        assert play(env, None)[1] == 1.0
+    finally:
+        env.close()
