@@ -10,9 +10,16 @@ archived env:
   variables, attributes and messages changes nothing), comments and layout are dropped, keywords,
   operators and numbers are kept. The similarity is the share of the *archived* env's
   :data:`SHINGLE`-token windows that also occur in the new source: padding a copy with dead code
-  (which would dilute a Jaccard index) leaves it at 1.
+  (which would dilute a Jaccard index) leaves it at 1. The *whole* source is compared (up to
+  :data:`MAX_SOURCE_CHARS`, twice what the size gate lets through), both as written and in its live form
+  (:func:`live_source`: parsed with ``ast``, never run; docstrings, bare constants and top-level
+  definitions nothing uses dropped), so dead code in front of a copy can neither push it out of reach nor
+  hide it; an archived env is compared by its live form.
 * **Behavioural similarity**: the share of per-seed entries of the gates' fingerprint
-  (``report.stats["fingerprint"]``: what the expert saw and could do on each seed) that are equal.
+  (``report.stats["fingerprint"]``: what the expert saw and could do on each seed) that are equal, by
+  exact text or, where the entries carry one (:func:`fingerprint_entry`), by *structure*: the rewards,
+  the step count, how many actions were legal and which of them the expert chose, with no text at all,
+  so rewording an observation does not make a copy behave differently.
 
 Unrelated envs written to the same contract share boilerplate, so a similarity only counts above
 :data:`FLOOR` and counts fully from :data:`FULL`: ``dup = clip((sim - FLOOR) / (FULL - FLOOR), 0, 1)``.
@@ -27,6 +34,8 @@ An *exact* behavioural duplicate (every fingerprint entry equal) fails the ``nov
 
 from __future__ import annotations
 
+import ast
+import functools
 import io
 import json
 import keyword
@@ -40,8 +49,13 @@ if TYPE_CHECKING:
 
 SHINGLE = 5
 FLOOR, FULL = 0.5, 0.9
-MAX_TOKENS = 20_000
-"""Token streams are cut here (gated sources are at most 32 KB, so this bounds only hostile input)."""
+MAX_SOURCE_CHARS = 64 * 1024
+"""Sources are compared up to here: twice the size gate's 32 KB, so a gated module is compared whole (issue 31:
+a cut at 20,000 tokens let a copy behind 20,000 tokens of dead code score 0)."""
+MAX_TOKENS = 200_000
+"""A bound on one token stream, above anything :data:`MAX_SOURCE_CHARS` of source can hold."""
+_LIVE_ROUNDS = 8
+"""Rounds of dropping unused top-level definitions (a dead helper used only by another dead one goes next)."""
 
 _SKIPPED = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
             tokenize.ENCODING, tokenize.ENDMARKER}
@@ -73,6 +87,61 @@ def normalised_tokens(source: str) -> list[str]:
     return out
 
 
+def live_source(source: str, *, drop_unused: bool = True) -> str | None:
+    r"""``source`` without code that cannot matter, via ``ast`` (never executed); None if it does not parse.
+
+    Dropped: docstrings and other bare constant statements, ``if <constant false>:`` blocks, and top-level
+    functions, classes and plain assignments whose names nothing else loads (``Env`` always stays; kept
+    with ``drop_unused=False``). The result is ``ast.unparse``'s layout, the same for every source.
+
+    >>> print(live_source('"doc"\nimport random\nPAD = [0] * 9\ndef unused():\n    return 1\n'
+    ...                   'class Env:\n    "doc"\n    def step(self, a):\n        return random.random()\n'))
+    import random
+    <BLANKLINE>
+    class Env:
+    <BLANKLINE>
+        def step(self, a):
+            return random.random()
+    """
+    try:
+        tree = ast.parse(source[:MAX_SOURCE_CHARS])
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If,
+                                 ast.For, ast.While, ast.With, ast.Try)):
+                _drop_inert(node)
+        for _ in range(_LIVE_ROUNDS if drop_unused else 0):
+            used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+            kept = [s for s in tree.body if not _unused(s, used | {"Env"})]
+            if len(kept) == len(tree.body):
+                break
+            tree.body = kept
+        return ast.unparse(tree)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def _drop_inert(node: ast.AST) -> None:
+    """Drop bare constants (docstrings) and constant-false ``if`` blocks from each statement list of ``node``."""
+    for name in ("body", "orelse", "finalbody"):
+        body = getattr(node, name, None)
+        if not isinstance(body, list) or not body:
+            continue
+        kept = [s for s in body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
+                and not (isinstance(s, ast.If) and isinstance(s.test, ast.Constant) and not s.test.value
+                         and not s.orelse)]
+        setattr(node, name, kept or ([ast.Pass()] if name == "body" and not isinstance(node, ast.Module) else []))
+
+
+def _unused(statement: ast.stmt, used: set[str]) -> bool:
+    """A top-level definition or plain assignment whose every name is never loaded."""
+    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return not statement.decorator_list and statement.name not in used
+    if isinstance(statement, (ast.Assign, ast.AnnAssign)):
+        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+        return all(isinstance(t, ast.Name) and t.id not in used for t in targets)
+    return False
+
+
 def shingles(source: str, size: int = SHINGLE) -> frozenset[tuple[str, ...]]:
     """The set of ``size``-token windows of the normalised stream (the whole stream if shorter)."""
     tokens = normalised_tokens(source)
@@ -86,9 +155,24 @@ def contained(archived: frozenset, new: frozenset) -> float:
     return len(archived & new) / len(archived) if archived else 0.0
 
 
+def new_shingles(source: str) -> frozenset[tuple[str, ...]]:
+    """A new module's shingles: of its whole bounded source as written and as :func:`live_source` lays it
+    out, with and without its unused definitions (whatever an archived env's live form holds, a copy has)."""
+    raw = source[:MAX_SOURCE_CHARS]
+    forms = [raw, live_source(raw, drop_unused=False), live_source(raw)]
+    return frozenset().union(*(shingles(form) for form in forms if form))
+
+
+@functools.lru_cache(maxsize=1024)
+def archived_shingles(source: str) -> frozenset[tuple[str, ...]]:
+    """An archived module's shingles: of its live form (what a copy must reproduce), else of its source."""
+    live = live_source(source)
+    return (shingles(live) if live else frozenset()) or shingles(source[:MAX_SOURCE_CHARS])
+
+
 def code_similarity(new: str, archived: str) -> float:
     """How much of ``archived`` (its normalised shingles) occurs in ``new``, in [0, 1]."""
-    return round(contained(shingles(archived), shingles(new)), 6)
+    return round(contained(archived_shingles(archived), new_shingles(new)), 6)
 
 
 def _entries(fingerprint: Any) -> list[str]:
@@ -104,12 +188,47 @@ def _entries(fingerprint: Any) -> list[str]:
     return [json.dumps(item, sort_keys=True, default=str) for item in items]
 
 
+def fingerprint_entry(text_digest: str, steps: Iterable[tuple[float, bool, int, int]]) -> dict[str, Any]:
+    """One seed's fingerprint entry: the digest of the texts seen and the episode's *structure*.
+
+    ``steps`` holds, per step, ``(reward, done, number of legal actions, index of the action taken among
+    them, -1 if not legal)``. The structure keeps no text, so a copy with reworded observations or renamed
+    actions has the same structure as its original.
+
+    >>> fingerprint_entry("ab12", [(0.0, False, 6, 2), (1.0, True, 6, 0)])
+    {'text': 'ab12', 'structure': '2|0,F,6,2;1,T,6,0'}
+    """
+    parts = [f"{round(float(r), 4):g},{'T' if d else 'F'},{int(n)},{int(i)}" for r, d, n, i in steps]
+    return {"text": str(text_digest), "structure": f"{len(parts)}|" + ";".join(parts)}
+
+
+def _same_behaviour(x: Any, y: Any) -> bool:
+    """Two per-seed entries behave alike: equal, or (both carrying one) of equal structure."""
+    if x == y:
+        return True
+    return (isinstance(x, dict) and isinstance(y, dict) and isinstance(x.get("structure"), str)
+            and x.get("structure") == y.get("structure"))
+
+
+def _items(fingerprint: Any) -> list[Any]:
+    if isinstance(fingerprint, dict):
+        return [fingerprint[k] for k in sorted(fingerprint, key=str)]
+    if isinstance(fingerprint, (list, tuple)):
+        return list(fingerprint)
+    return [] if fingerprint is None else [fingerprint]
+
+
 def behaviour_similarity(a: Any, b: Any) -> float:
-    """The share of positions at which two fingerprints' entries are equal (0 when either is empty)."""
-    ea, eb = _entries(a), _entries(b)
-    if not ea or not eb:
+    """The share of seeds at which two fingerprints behave alike (0 when either is empty).
+
+    >>> old, copy = fingerprint_entry("aa", [(1.0, True, 4, 3)]), fingerprint_entry("bb", [(1.0, True, 4, 3)])
+    >>> behaviour_similarity({"0": old}, {"0": copy}), behaviour_similarity({"0": "aa"}, {"0": "bb"})
+    (1.0, 0.0)
+    """
+    ia, ib = _items(a), _items(b)
+    if not ia or not ib:
         return 0.0
-    return sum(x == y for x, y in zip(ea, eb)) / max(len(ea), len(eb))
+    return sum(_same_behaviour(x, y) for x, y in zip(ia, ib)) / max(len(ia), len(ib))
 
 
 def ramp(similarity: float) -> float:
@@ -126,10 +245,10 @@ def nearest(source: str, fingerprint: Any, archived: Iterable[tuple[str, str, An
 
     ``archived`` yields ``(sha, source, fingerprint)``; an empty archive gives ``dup`` 0 and ``sha`` None.
     """
-    mine = shingles(source)
+    mine = new_shingles(source)
     best = {"sha": None, "code": 0.0, "behaviour": 0.0, "dup": 0.0, "exact_behaviour": False}
     for sha, other_source, other_fingerprint in archived:
-        code = round(contained(shingles(other_source), mine), 6)
+        code = round(contained(archived_shingles(other_source), mine), 6)
         behaviour = round(behaviour_similarity(fingerprint, other_fingerprint), 6)
         dup = ramp(max(code, behaviour))
         if best["sha"] is None or dup > best["dup"] or (dup == best["dup"] and max(code, behaviour) >
