@@ -84,11 +84,9 @@ def test_run_lines_writing_system_directories_work_on_every_backend(backend, tmp
     try:
         observation, reward, info = play(env, None)
         assert info["won"] and reward == 1.0, observation
-        observation, reward, info = play(env, ["greet you", "echo evil > /opt/tools/bin/greet; touch /opt/x"])
-        assert "hello, you" in observation or reward < 1.0
+        observation, reward, info = play(env, ["echo evil > /opt/tools/bin/greet; touch /opt/x"])
         assert not info["won"] and reward < 1.0, observation
         # whatever the agent did to /opt, the next episode starts from the built tool again
-        observation, reward, info = play(env, ["greet again > /app/out.txt", "cat /app/out.txt; ls /opt"])
         env.reset(seed=0, options={"task_index": 0})
         step = env.step("greet again; cat /app/setup.txt; test -e /opt/x || echo no-x")
         assert step[0].startswith("hello, again\nhello, setup\nno-x"), step[0]
