@@ -146,7 +146,7 @@ class GatewayServer(HardenedHTTPServer):
         assignment = self._next_assignment()
         meta = dict(assignment or {})
         if assignment is None and request.get("meta") is not None:
-            meta = _client_meta(request["meta"])
+            meta = wire.client_meta(request["meta"])
         with self._state:
             self._expire()
             if len(self.sessions) >= self.gateway_limits.max_sessions:
@@ -244,7 +244,7 @@ class GatewayServer(HardenedHTTPServer):
         else:
             text_or_ids, want_logprobs = wire.completion_request(request)
             if isinstance(text_or_ids, list):
-                wire.check_token_ids(text_or_ids, vocab_size(self.policy))
+                wire.check_token_ids(text_or_ids, wire.vocab_size(self.policy))
         sampling = self._sampling(request, session)
         with self.lock:  # the tokenizer, one thread at a time; the session itself is this call's (Session.begin)
             if kind == "chat":
@@ -316,39 +316,6 @@ class GatewayServer(HardenedHTTPServer):
             return self.batcher.generate(ids, sampling)
         except Exception as e:  # the policy itself failed: our machinery, a 500 that says what broke
             raise HTTPRequestError(500, f"the policy failed: {type(e).__name__}: {e}", "server_error") from e
-
-
-def vocab_size(policy: Any) -> int:
-    """How many ids the policy's model can embed (an id past it is an ``IndexError`` on CPU and a device-side
-    assert that poisons the process on CUDA): vLLM's ``vocab_size``, else the input embedding's rows, else the
-    config's or the tokenizer's size."""
-    if isinstance(getattr(policy, "vocab_size", None), int):
-        return policy.vocab_size
-    model = getattr(policy, "model", None)
-    embeddings = getattr(model, "get_input_embeddings", lambda: None)()
-    if isinstance(getattr(embeddings, "num_embeddings", None), int):
-        return embeddings.num_embeddings
-    size = getattr(getattr(model, "config", None), "vocab_size", None)
-    return size if isinstance(size, int) else len(policy.tokenizer)
-
-
-#: A client's ``meta`` (its own labels for a session): at most this many bytes of JSON.
-MAX_META_BYTES = 4096
-
-
-def _client_meta(meta: Any) -> dict[str, Any]:
-    """A session's labels as a client sent them: a small JSON object whose ``seed``, ``task_index`` and
-    ``env_seed``, where given, are integers (they seed the sampler and the env-driven mode's env)."""
-    import json
-
-    if not isinstance(meta, dict) or len(json.dumps(meta)) > MAX_META_BYTES:
-        raise HTTPRequestError(400, f"'meta' must be a JSON object of at most {MAX_META_BYTES} bytes, got "
-                                    f"{str(meta)[:80]}")
-    for key in ("seed", "task_index", "env_seed"):
-        value = meta.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << 63):
-            raise HTTPRequestError(400, f"meta.{key} must be an integer in [0, 2**63), got {str(value)[:40]}")
-    return dict(meta)
 
 
 class _Handler(HardenedHandler):

@@ -137,3 +137,34 @@ def completion_response(model: str, completion: Completion, prompt_tokens: int, 
 def _usage(prompt_tokens: int, completion: Completion) -> dict[str, int]:
     n = len(completion.token_ids)
     return {"prompt_tokens": prompt_tokens, "completion_tokens": n, "total_tokens": prompt_tokens + n}
+
+
+def vocab_size(policy: Any) -> int:
+    """How many ids the policy's model can embed (an id past it is an ``IndexError`` on CPU and a device-side
+    assert that poisons the process on CUDA): vLLM's ``vocab_size``, else the input embedding's rows, else the
+    config's or the tokenizer's size."""
+    if isinstance(getattr(policy, "vocab_size", None), int):
+        return policy.vocab_size
+    model = getattr(policy, "model", None)
+    embeddings = getattr(model, "get_input_embeddings", lambda: None)()
+    if isinstance(getattr(embeddings, "num_embeddings", None), int):
+        return embeddings.num_embeddings
+    size = getattr(getattr(model, "config", None), "vocab_size", None)
+    return size if isinstance(size, int) else len(policy.tokenizer)
+
+
+#: A client's ``meta`` (its own labels for a session): at most this many bytes of JSON.
+MAX_META_BYTES = 4096
+
+
+def client_meta(meta: Any) -> dict[str, Any]:
+    """A session's labels as a client sent them: a small JSON object whose ``seed``, ``task_index`` and
+    ``env_seed``, where given, are integers (they seed the sampler and the env-driven mode's env)."""
+    if not isinstance(meta, dict) or len(json.dumps(meta)) > MAX_META_BYTES:
+        raise HTTPRequestError(400, f"'meta' must be a JSON object of at most {MAX_META_BYTES} bytes, got "
+                                    f"{str(meta)[:80]}")
+    for key in ("seed", "task_index", "env_seed"):
+        value = meta.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << 63):
+            raise HTTPRequestError(400, f"meta.{key} must be an integer in [0, 2**63), got {str(value)[:40]}")
+    return dict(meta)
