@@ -191,8 +191,8 @@
     const box = el("article", "start");
     box.append(el("h3", null, "start"));
     if (!start) {
-      box.append(el("p", "note", "The store keeps no episode starts. Write the page with `agentgym view --out FILE --starts`, " +
-        "or serve it (`agentgym view STORE`), to replay each start from its seed."));
+      box.append(el("p", "note", "This page leaves episode starts out. Write it with `agentgym view --out FILE --starts`, " +
+        "or serve it (`agentgym view STORE`), to show each start."));
     } else if (start.error) {
       box.append(el("p", "cut", "start not replayed: " + start.error));
     } else {
