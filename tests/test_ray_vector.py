@@ -108,6 +108,37 @@ def test_sigkill_of_an_actor_cuts_its_envs_and_a_replacement_takes_over():
             assert all(info["infra_error"] is None for info in venv.step(venv.call("expert_action"))[4])
 
 
+class DiesInAFreshActor(ScriptedEnv):
+    """Once ``marker`` exists, exits its process when built as the first env of an actor: a replacement
+    actor lost while it builds, as one that Ray placed on a dying node is."""
+
+    hosted = 0  # envs built in this process
+
+    def __init__(self, marker: str):
+        if os.path.exists(marker) and DiesInAFreshActor.hosted == 0:
+            os._exit(5)
+        DiesInAFreshActor.hosted += 1
+        super().__init__()
+
+
+def test_a_replacement_actor_lost_while_it_builds_hands_its_envs_to_the_surviving_actor(tmp_path):
+    marker = tmp_path / "armed"
+    fns = [functools.partial(DiesInAFreshActor, str(marker))] * 4
+    with TextVectorEnv(fns, mode="ray", ray_options=TWO_PER_ACTOR) as venv:
+        venv.reset(seed=0)
+        pids = venv.worker_pids()
+        marker.write_text("armed")  # from now on every replacement actor dies while it builds
+        os.kill(pids[0], signal.SIGKILL)
+        obs, _, _, truncated, infos = venv.step(["a"] * 4)
+        assert truncated.tolist() == [True, True, False, False]  # the cut, reported once
+        assert all("died during step" in infos[i]["infra_error"] for i in (0, 1))
+        assert venv.worker_pids() == [pids[2]] * 4  # both lost envs now live on the surviving actor
+        for _ in range(3):
+            obs, _, _, truncated, infos = venv.step(["b"] * 4)
+            assert not truncated.any() and all(info["infra_error"] is None for info in infos)
+        assert [o.split(" ", 1)[1] for o in obs] == ["step 3: b", "step 3: b", "step 4: b", "step 4: b"]
+
+
 def test_actor_killed_while_a_step_is_in_flight_fails_that_step_without_retrying_it():
     with TextVectorEnv([ScriptedEnv] * 4, mode="ray", ray_options=TWO_PER_ACTOR) as venv:
         venv.reset(seed=0)
