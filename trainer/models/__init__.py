@@ -9,10 +9,15 @@ architecture, seeded random weights, a byte-level BPE tokenizer trained here, th
 tokens and stop ids, a chat template written here in ``templates/``) that the trainer loads with
 ``policy.kind=hf policy.path=<dir>`` exactly as it loads a downloaded checkpoint. See
 ``docs/trainer.md`` (Models you bring) for what each template reproduces.
+
+:func:`resolve_model` (:mod:`trainer.models.registry`) turns a model name (``smollm2-135m-instruct``, shipped
+by an installed package), a ``.gguf`` file (dequantised once, cached as safetensors) or a directory into a
+local model directory.
 """
 
 from .build import build_random_model, chat_template, default_cache_dir
 from .families import FAMILIES, FAMILY_SPECS, SIZES, Family, Size, family
+from .registry import NAMED_MODELS, ModelNotFoundError, resolve_model
 
-__all__ = ["FAMILIES", "FAMILY_SPECS", "SIZES", "Family", "Size", "build_random_model", "chat_template",
-           "default_cache_dir", "family"]
+__all__ = ["FAMILIES", "FAMILY_SPECS", "NAMED_MODELS", "SIZES", "Family", "ModelNotFoundError", "Size",
+           "build_random_model", "chat_template", "default_cache_dir", "family", "resolve_model"]
