@@ -42,10 +42,12 @@ FORMAT = 2
 #: Keys a checkpoint must hold for any use (the trainer's resume needs more, and checks its own).
 REQUIRED = {"model": dict, "config": dict}
 #: Config keys a resume may change without ``--resume``: the run's length (``steps``, to extend it), where it
-#: lives (``out_dir``), how often it checkpoints and evaluates, how it reports (progress bar, TensorBoard), where
+#: lives (``out_dir``), how often it checkpoints and evaluates, how it splits an update into forwards (the
+#: gradient is the same; ``auto`` is sized to each machine's memory), how it reports (progress bar, TensorBoard), where
 #: tiny artifacts are cached, ``resume`` itself, and how the ranks run (``distributed.*``: a checkpoint is the same
 #: at every world size and strategy). Every other key must match the checkpoint's.
-RESUME_MAY_DIFFER = frozenset({"steps", "out_dir", "checkpoint_every", "progress", "tensorboard", "eval.every", "rollout.dump",
+RESUME_MAY_DIFFER = frozenset({"steps", "out_dir", "checkpoint_every", "checkpoint_last", "optim.micro_batch_tokens",
+                               "progress", "tensorboard", "eval.every", "rollout.dump",
                                "policy.cache_dir", "resume", "distributed.strategy", "distributed.backend",
                                "distributed.timeout_minutes", "wandb.enabled", "wandb.project", "wandb.name",
                                "wandb.group"})

@@ -53,7 +53,8 @@ _SAMPLE, _ENV, _BC, _EVAL, _LORA = 1, 2, 3, 4, 5
 
 
 def load_model(config: TrainConfig) -> tuple[Any, Any]:
-    """The policy's ``(model, tokenizer)``: the tiny model built locally, or a local HF directory; with
+    """The policy's ``(model, tokenizer)``: the tiny model built locally, or the HF directory ``policy.path``
+    resolves to (a directory, a ``.gguf`` file's cached copy, a registered name: :func:`trainer.models.resolve_model`); with
     ``policy.chat_template`` replacing the tokenizer's template, and with ``policy.lora.rank > 0`` wrapped
     in ``peft`` adapters (only they train)."""
     if config.policy.kind == "tiny":
@@ -63,8 +64,11 @@ def load_model(config: TrainConfig) -> tuple[Any, Any]:
     else:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        model = AutoModelForCausalLM.from_pretrained(config.policy.path, dtype=torch.float32)
-        tokenizer = AutoTokenizer.from_pretrained(config.policy.path)
+        from .models.registry import resolve_model
+
+        path = str(resolve_model(config.policy.path))
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+        tokenizer = AutoTokenizer.from_pretrained(path)
     if config.policy.chat_template:
         tokenizer.chat_template = read_chat_template(config.policy.chat_template)
     lora = config.policy.lora
@@ -122,6 +126,8 @@ class Trainer:
         self.train_spec, self.eval_spec = play_specs(config.env)
         # what one training sample is (rollouts and BC alike): probed once, logged (trainer/rollout.py)
         self.sample_unit = resolve_sample_unit(self.policy, config.rollout.sample_unit, config.rollout.turn_window)
+        if config.optim.micro_batch_tokens == "auto":  # settled once, from this machine (trainer/defaults.py)
+            config.optim.micro_batch_tokens = self._auto_micro_batch_tokens()
         self.sampler = TaskSampler(config.env.train_tasks or self.train_spec.num_tasks(), config.seed)
         self.ref_model: Any = None
         self.step = 0
@@ -184,6 +190,27 @@ class Trainer:
             _log.warning("resuming %s under a changed config (resume=true): %s", path, listed)
         self.load_state_dict(state)
         return True
+
+    def _auto_micro_batch_tokens(self) -> int:
+        """``optim.micro_batch_tokens: auto``: the budget that fits this device's memory (0: one forward fits)."""
+        from .defaults import auto_micro_batch_tokens, device_memory_bytes
+
+        r = self.config.rollout
+        rows = r.tasks_per_step * r.group_size * (self.config.env.max_turns if self.sample_unit == "turn" else 1)
+        budget = auto_micro_batch_tokens(self.model.config, memory_bytes=device_memory_bytes(self.device),
+                                         rows=-(-rows // self.config.optim.minibatches), max_row_tokens=r.max_context_tokens,
+                                         dtype_bytes=resolve_dtype(self.config.policy.dtype).itemsize)
+        _log.info("optim.micro_batch_tokens=auto: %s", f"{budget} tokens per forward" if budget else "one forward per minibatch")
+        return budget
+
+    def check_context(self) -> int:
+        """The train env's first prompt length; :class:`~trainer.errors.ConfigError` when it leaves no room for a
+        reply within ``rollout.max_context_tokens`` (trainer/defaults.py). ``fit`` calls it before training."""
+        from .defaults import check_first_prompt
+
+        r = self.config.rollout
+        return check_first_prompt(self.policy, self.train_spec, max_context_tokens=r.max_context_tokens,
+                                  max_new_tokens=r.max_new_tokens)
 
     def _critic_parameters(self) -> list[torch.nn.Parameter]:
         return [] if self.value_head is None else list(self.value_head.parameters())
@@ -364,6 +391,8 @@ def fit(trainer: Trainer, *, stop_after: int | None = None, echo: Any = print) -
     """
     c = trainer.config
     resumed = trainer.resume()
+    if trainer.step < c.steps and c.rollout.source == "envs":
+        trainer.check_context()  # before any warm-up or update: a prompt that cannot fit is a config error
     resume_step = trainer.step if resumed else None
     main = trainer.world.is_main  # under torchrun only rank 0 logs and prints (its records hold all ranks' means)
     loggers: list[Any] = [JsonlLogger(Path(c.out_dir) / "metrics.jsonl", resume_step=resume_step)] if main else []
@@ -383,7 +412,8 @@ def fit(trainer: Trainer, *, stop_after: int | None = None, echo: Any = print) -
     try:
         if not trainer.bc_done:
             emit({"step": 0, "phase": "bc", **trainer.warm_up()})
-            trainer.save()
+            if c.checkpoint_last or c.checkpoint_every:
+                trainer.save()
         if trainer.ref_model is None and c.loss.kl_coef > 0:
             trainer.ref_model = trainer.reference_copy()
         done_here = 0
@@ -395,7 +425,7 @@ def fit(trainer: Trainer, *, stop_after: int | None = None, echo: Any = print) -
                 emit(record)
                 done_here += 1
                 advance()
-                if (c.checkpoint_every and trainer.step % c.checkpoint_every == 0) or trainer.step == c.steps:
+                if (c.checkpoint_every and trainer.step % c.checkpoint_every == 0) or (c.checkpoint_last and trainer.step == c.steps):
                     trainer.save()
     finally:
         for logger in loggers[1:]:

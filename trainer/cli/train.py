@@ -17,9 +17,13 @@ from typing import Any
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("config", help="YAML config file (see configs/), or '-' for the defaults")
-    parser.add_argument("overrides", nargs="*", metavar="key=value", help="e.g. rollout.group_size=8 loss.kl_coef=0.01")
+    # REMAINDER: ``--resume`` may come anywhere among the overrides (argparse's "*" stops at the first option
+    # and then refuses the overrides after it); run() takes it out of the list.
+    parser.add_argument("overrides", nargs=argparse.REMAINDER, metavar="key=value",
+                        help="e.g. rollout.group_size=8 loss.kl_coef=0.01")
     parser.add_argument("--resume", action="store_true",
-                        help="resume the checkpoint in out_dir even if its config differs (the differences are logged)")
+                        help="resume the checkpoint in out_dir even if its config differs (the differences are logged); "
+                             "anywhere on the line")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -30,8 +34,9 @@ def run(args: argparse.Namespace) -> int:
 
     quiet_transformers()
     try:
-        forced = ["resume=true"] if getattr(args, "resume", False) else []
-        config = load_config(None if args.config == "-" else args.config, list(args.overrides) + forced)
+        overrides = [o for o in args.overrides if o != "--resume"]
+        forced = ["resume=true"] if getattr(args, "resume", False) or len(overrides) < len(args.overrides) else []
+        config = load_config(None if args.config == "-" else args.config, overrides + forced)
         world = init_world(config.distributed)  # under torchrun: join the ranks (Trainer finds the same group)
     except TrainerError as e:
         print(f"agentgym train: {e}")
