@@ -25,10 +25,12 @@ the library only if ``accept``: ``U − sd/√n > 0`` and ``regressions ≤ 0.1�
 and the operation earns ``min(r, 0)``: only accepted changes earn, so resending a rejected operation with a
 positive ``U`` farms nothing, while a harmful one still pays its negative ``r``.
 ``KEEP`` and ``DONE`` earn 0 and measure nothing. An action that is no applicable operation (an unknown verb,
-a malformed SKILL.md, a name not in the library) is ``action_valid=False``, reward −1, and still counts as
-an operation. A ``kind: code`` skill (Terminal) must pass the tests it brings, run in a sandbox, before
-its utility is measured; failing them is reward −1 (``info["code_skill"]`` says why). Our sandbox or a base
-env failing on its own is ``info["infra_error"]`` (the episode is truncated, reward 0).
+a malformed SKILL.md, a name not in the library, a body over ``token_budget`` by the rule or by the actor's
+own tokenizer when it has one, a change with which the actor's prompt no longer fits its model's context) is
+``action_valid=False``, reward −1, and still counts as an operation. A ``kind: code`` skill (Terminal) must pass the tests it brings, run in a sandbox, before
+its utility is measured; failing them is reward −1 (``info["code_skill"]`` says why). Our sandbox, a base
+env or the actor (a model server) failing on its own is ``info["infra_error"]`` (the episode is truncated,
+reward 0).
 
 Info keys on each step: ``operation`` (the verb, or ``None`` when unparseable), ``accepted``, ``utility``
 (:meth:`~meta_envs.skills.utility.Utility.to_info`, or ``None`` when nothing was measured),
@@ -42,17 +44,18 @@ after the step), plus ``code_skill`` for code skills. ``won``: some operation wa
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from agentgym_envs.core import InfraError, Step, TextEnv
 
-from .actor import Actor, ProcedureActor, actor_from_spec
+from .actor import Actor, ProcedureActor, actor_from_spec, document_tokens
 from .library import SkillLibrary
 from .operations import Operation, OperationError, apply_operation, parse_operation
 from .reflector import distil_action, render_trajectory
 from .skill import DEFAULT_TOKEN_BUDGET, Skill
-from .utility import Episode, ProbeRunner, Utility, accept, measure_utility, run_episode, split_tasks
+from .utility import Episode, OverContext, ProbeRunner, Utility, accept, measure_utility, run_episode, split_tasks
 
 FREE_TOKENS = 800
 INVALID_REWARD = -1.0
@@ -152,8 +155,9 @@ class SkillLibraryEnv(TextEnv):
         self.shown, self.probes = split_tasks(num_tasks, self.n_shown, self.n_probes, seed=split_seed)
         self.trajectories = []
         for task in self.shown:
-            self.trajectories.append(("expert", run_episode(self.runner.env, _Expert(self.runner.env), task, task)))
-            actor_arm, _ = self.runner.arm(self.library, [task], [task], self.actor)
+            self.trajectories.append(("expert", self._ours(lambda: run_episode(self.runner.env, _Expert(self.runner.env),
+                                                                               task, task))))
+            actor_arm, _ = self._ours(lambda: self.runner.arm(self.library, [task], [task], self.actor))
             self.trajectories.append(("actor", actor_arm[0]))
         return self._brief(), {"instruction": f"Improve the skill library for {FAMILIES[self.family].env_id}."}
 
@@ -173,6 +177,7 @@ class SkillLibraryEnv(TextEnv):
         try:
             op = parse_operation(action)
             new_library, skill = apply_operation(self.library, op, token_budget=self.token_budget)
+            self._check_budget(skill)
         except OperationError as e:
             return self._invalid_op(str(e), done)
         if op.verb in ("KEEP", "DONE"):
@@ -187,11 +192,32 @@ class SkillLibraryEnv(TextEnv):
                 info = {**self._info(op.verb, None, False, None), **extra}
                 return Step(f"{op.verb} rejected: the skill's own tests did not pass ({report.detail}).\n\n{self._index()}",
                             INVALID_REWARD, terminated=done, info=info)
-        return self._measured(op, new_library, skill, done, extra)
+        try:
+            return self._measured(op, new_library, skill, done, extra)
+        except OverContext as e:  # with it (and not without) the actor cannot read its prompt whole
+            return self._invalid_op(f"with this change the actor's prompt does not fit its context ({e})", done)
+
+    def _check_budget(self, skill: Skill | None) -> None:
+        """The written body within ``token_budget`` by the actor's own tokenizer too (:func:`document_tokens`)."""
+        tokens = document_tokens(self.actor, skill.body) if skill is not None else 0
+        if tokens > self.token_budget:
+            raise OperationError(f"expected a body of at most {self.token_budget} tokens (counted by the rule and the "
+                                 f"actor's own tokenizer), got {tokens}; shorten it")
+
+    def _ours(self, play: Callable[[], Any]) -> Any:
+        """Episodes of the base env and the actor: their failures (a crashed env, a model server gone) are our
+        machinery's, ``infra_error``; only :class:`OverContext` (the change's doing) passes through."""
+        try:
+            return play()
+        except (InfraError, OverContext):
+            raise
+        except Exception as e:  # noqa: BLE001 — a base env or actor (a model server) that crashed
+            raise InfraError(f"playing {FAMILIES[self.family].env_id} with the actor failed: {type(e).__name__}: {e}") from e
 
     def _measured(self, op: Operation, new_library: SkillLibrary, skill: Skill | None, done: bool,
                   extra: dict[str, Any]) -> Step:
-        u = measure_utility(self.runner, self.library, new_library, self.probes, self.actor, shown=self.shown)
+        u = self._ours(lambda: measure_utility(self.runner, self.library, new_library, self.probes, self.actor,
+                                               shown=self.shown))
         tokens = skill.tokens if skill is not None else 0
         accepted = accept(u)
         reward, components = operation_reward(u, tokens, accepted=accepted)

@@ -17,7 +17,8 @@ had.
 Arguments (``gymnasium.make`` kwargs): ``family`` (a text family of
 :data:`~meta_envs.skills.library_env.FAMILIES`: ``household-heat`` by default, ``household``, ``webshop``,
 ``search``, ``puzzles`` …), ``actor`` (default :class:`~meta_envs.skills.actor.ProcedureActor`; any policy
-through :class:`~meta_envs.skills.actor.PolicyActor`), ``n_probes`` (8), ``n_shown`` (2), ``max_rounds`` (3),
+through :class:`~meta_envs.skills.actor.PolicyActor`, or a spec such as ``hf:tiny`` resolved at construction
+by :func:`~meta_envs.skills.actor.actor_from_spec`, as SkillLibrary-v0 does), ``n_probes`` (8), ``n_shown`` (2), ``max_rounds`` (3),
 ``initial`` (``D_0``'s text) and ``token_budget`` (5000).
 
 Observation: the base env, the current document, the last measurement (U, both arms' means, probes fixed
@@ -28,16 +29,19 @@ base env's expert's — to reflect on. Action: the document, or ``DONE`` to end 
 A plain-text document is shown as one skill named ``system-prompt`` (its body is the text); a SKILL.md is
 parsed and validated as any skill (:func:`~meta_envs.skills.skill.parse_skill_md`). Either way it is shown
 with ``retrieval="all"`` (:func:`~meta_envs.skills.showing.with_skills`): its text lands in the actor's system
-prompt. A malformed SKILL.md or a body over ``token_budget`` tokens is ``action_valid=False`` with reward
-−1 (:data:`INVALID_PENALTY`) and leaves the document as it was.
+prompt. A malformed SKILL.md, a body over ``token_budget`` tokens (by the tokenizer-free rule and, when the
+actor has one, by its own tokenizer: :func:`~meta_envs.skills.actor.document_tokens`), or a document with
+which the actor's prompt no longer fits its model's context (and did with the previous one) is
+``action_valid=False`` with reward −1 (:data:`INVALID_PENALTY`) and leaves the document as it was.
 
 ``won`` is whether the current document beats ``D_0`` on the probes (the episode's summed U > 0), ``score``
 that summed U. Extra info keys after a measured document: ``round`` (documents submitted so far),
-``document_tokens`` (the current document's tokens), ``utility``
+``document_tokens`` (the current document's tokens as the budget counts them), ``utility``
 (:meth:`~meta_envs.skills.utility.Utility.to_info`) and ``accepted`` (whether it would pass
 :func:`~meta_envs.skills.utility.accept`: U − sd/√n > 0 and few regressions); ``round`` and
-``document_tokens`` also on ``DONE`` and on an invalid last round. The base env failing during a
-measurement is ``infra_error`` (reward 0), never the reflector's outcome.
+``document_tokens`` also on ``DONE`` and on an invalid last round. The base env or the actor failing during a
+measurement on its own (a model server gone, the starting document over the context) is ``infra_error``
+(reward 0), never the reflector's outcome.
 """
 
 from __future__ import annotations
@@ -48,12 +52,12 @@ from typing import Any, ClassVar
 from agentgym_envs.core.errors import InfraError, InvalidAction
 from agentgym_envs.core.text_env import Step, TextEnv
 
-from .actor import Actor, ProcedureActor
+from .actor import Actor, ActorContextError, ProcedureActor, actor_from_spec, document_tokens
 from .library import SkillLibrary
 from .library_env import FAMILIES, GRAMMAR, SEEDED_TASKS, _Expert
 from .reflector import distilled_skill, render_trajectory
-from .skill import DEFAULT_TOKEN_BUDGET, Skill, SkillFormatError, count_tokens, parse_skill_md
-from .utility import Episode, ProbeRunner, Utility, accept, measure_utility, run_episode, split_tasks
+from .skill import DEFAULT_TOKEN_BUDGET, Skill, SkillFormatError, parse_skill_md
+from .utility import Episode, OverContext, ProbeRunner, Utility, accept, measure_utility, run_episode, split_tasks
 
 PROMPT_SKILL = "system-prompt"
 INVALID_PENALTY = -1.0
@@ -76,7 +80,7 @@ class ReflectEnv(TextEnv):
     snapshot_exclude: ClassVar[tuple[str, ...]] = ("_runner", "actor")  # static: a model actor never pickles
 
     def __init__(
-        self, family: str = "household-heat", *, actor: Actor | None = None, n_probes: int = 8, n_shown: int = 2,
+        self, family: str = "household-heat", *, actor: Actor | str | None = None, n_probes: int = 8, n_shown: int = 2,
         max_rounds: int = 3, initial: str = "", token_budget: int = DEFAULT_TOKEN_BUDGET, render_mode: str | None = None,
     ):
         super().__init__(render_mode=render_mode)
@@ -87,7 +91,7 @@ class ReflectEnv(TextEnv):
             usable = [name for name, spec in FAMILIES.items() if not spec.code_skills]
             raise ValueError(f"family must be one of {', '.join(usable)}, got {family!r}")
         self.family, self._spec = family, FAMILIES[family]
-        self.actor = actor if actor is not None else ProcedureActor()
+        self.actor: Actor = actor_from_spec(actor) if actor is not None else ProcedureActor()
         self.n_probes, self.n_shown, self.max_rounds = n_probes, n_shown, max_rounds
         self.token_budget = token_budget
         self.initial_text = initial
@@ -120,43 +124,60 @@ class ReflectEnv(TextEnv):
         over = self._round >= self.max_rounds
         try:
             library = self._library(action)
-        except SkillFormatError as e:
-            if over:  # the last round is spent on it: the episode ends, still with the penalty
-                return Step(f"Invalid document ({e}); no rounds left.", reward=INVALID_PENALTY, terminated=True,
-                            info={**self._round_info(), "action_valid": False, "parse_error": str(e)})
-            raise InvalidAction(f"Invalid document: {e}. The document is unchanged; send a corrected one.",
-                                penalty=INVALID_PENALTY) from None
-        utility = self._measure(library)
+            utility = self._measure(library)
+        except (SkillFormatError, OverContext) as e:
+            return self._refused(e, over)
         self._document, self._library_now = action, library
         self._gain += utility.U
         observation = self._observation(self._summary(utility))
         info = {**self._round_info(), "utility": utility.to_info(), "accepted": accept(utility)}
         return Step(observation, reward=utility.U, terminated=over, won=self._gain > 1e-12, score=self._gain, info=info)
 
+    def _refused(self, error: SkillFormatError | OverContext, over: bool) -> Step:
+        """A document that breaks the format or the budget, or that the actor cannot read whole: −1, unchanged."""
+        reason = f"it does not fit the actor's context ({error})" if isinstance(error, OverContext) else str(error)
+        if over:  # the last round is spent on it: the episode ends, still with the penalty
+            return Step(f"Invalid document ({reason}); no rounds left.", reward=INVALID_PENALTY, terminated=True,
+                        info={**self._round_info(), "action_valid": False, "parse_error": reason})
+        raise InvalidAction(f"Invalid document: {reason}. The document is unchanged; send a corrected one.",
+                            penalty=INVALID_PENALTY) from None
+
     def _measure(self, library: SkillLibrary) -> Utility:
-        return self._ours(lambda: measure_utility(self._runner, self._library_now, library, self._probes, self.actor,
-                                                  shown=self._shown))
+        """U on the probes, and the actor's play on the shown tasks for the next observation (cached); either
+        overflowing the actor's context with the new document (and not the old) is :class:`OverContext`."""
+        def play() -> Utility:
+            utility = measure_utility(self._runner, self._library_now, library, self._probes, self.actor,
+                                      shown=self._shown)
+            try:
+                self._runner.arm(library, self._shown, self._shown, self.actor)
+            except ActorContextError as e:  # the old document's shown arm was played already: the new one did it
+                raise OverContext(str(e)) from e
+            return utility
+
+        return self._ours(play)
 
     def _ours(self, play: Callable[[], Any]) -> Any:
         """Run ``play`` (episodes of the base env and the actor); their failures are our machinery's, never the
         document's: the actor sees the document as text, and any text is a document."""
         try:
             return play()
-        except InfraError:
+        except (InfraError, OverContext):  # OverContext: the new document's doing, sorted by _step
             raise
         except Exception as e:  # noqa: BLE001 — a base env or actor (a model server) that crashed
             raise InfraError(f"playing {self._spec.env_id} with the actor failed: {type(e).__name__}: {e}") from e
 
     def _library(self, text: str) -> SkillLibrary:
-        """The one-skill library the actor is shown for ``text`` (a SKILL.md, or a plain-text prompt)."""
+        """The one-skill library the actor is shown for ``text`` (a SKILL.md, or a plain-text prompt); its body
+        within ``token_budget`` by the rule and by the actor's own tokenizer (:func:`document_tokens`)."""
         body = text.strip("\n")
         if body.lstrip().startswith("---"):
             skill = parse_skill_md(body.lstrip() + "\n", token_budget=self.token_budget)
         else:
-            if count_tokens(body) > self.token_budget:
-                raise SkillFormatError(f"expected a document of at most {self.token_budget} tokens, got "
-                                       f"{count_tokens(body)}; shorten it")
             skill = Skill(PROMPT_SKILL, "The reflector's instructions for the actor (agentgym/Reflect-v0).", body=body + "\n")
+        tokens = document_tokens(self.actor, skill.body)
+        if tokens > self.token_budget:
+            raise SkillFormatError(f"expected a document of at most {self.token_budget} tokens (counted by the rule "
+                                   f"and the actor's own tokenizer), got {tokens}; shorten it")
         return SkillLibrary([skill])
 
     # ----------------------------------------------------------------- observation
@@ -181,7 +202,7 @@ class ReflectEnv(TextEnv):
                 f"{u.base_mean:.3f} -> {u.op_mean:.3f}; {u.fixed} probes fixed, {u.regressions} broken.")
 
     def _round_info(self) -> dict[str, Any]:
-        return {"round": self._round, "document_tokens": count_tokens(self._document)}
+        return {"round": self._round, "document_tokens": document_tokens(self.actor, self._document)}
 
     # ----------------------------------------------------------------- hooks
     def expert_action(self) -> str:

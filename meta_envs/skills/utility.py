@@ -33,7 +33,7 @@ import gymnasium
 
 from agentgym_envs.core.errors import AgentGymError, InfraError
 
-from .actor import Actor
+from .actor import Actor, ActorContextError
 from .library import SkillLibrary
 from .showing import with_skills
 
@@ -45,6 +45,11 @@ MAX_REGRESSION_SHARE = 0.1
 
 class UtilityError(AgentGymError, ValueError):
     """A utility measurement was asked for with inconsistent probes or seeds."""
+
+
+class OverContext(AgentGymError):
+    """The changed library made the actor's prompt exceed its model's context while the unchanged one fit:
+    the change's outcome (the reflector's), not infrastructure."""
 
 
 @dataclass(frozen=True)
@@ -190,7 +195,8 @@ def measure_utility(base_env_id: str | ProbeRunner, library: SkillLibrary, op_li
     """U of ``library → op_library`` on ``probes`` (task indices) with ``seeds`` (one per probe; default the
     probe's index), both arms on the same seeds. ``base_env_id`` may be a :class:`ProbeRunner` to share
     its env and baseline cache across measurements. ``shown``: task indices whose trajectories were shown;
-    overlapping probes raise :class:`UtilityError`."""
+    overlapping probes raise :class:`UtilityError`. The actor's prompt over its context with ``op_library`` (and
+    not with ``library``) raises :class:`OverContext`: the change made it so."""
     probes = [int(i) for i in probes]
     seeds = list(probes) if seeds is None else [int(s) for s in seeds]
     if not probes or len(seeds) != len(probes):
@@ -198,10 +204,15 @@ def measure_utility(base_env_id: str | ProbeRunner, library: SkillLibrary, op_li
     if overlap := sorted(set(probes) & {int(i) for i in shown}):
         raise UtilityError(f"expected probes disjoint from the shown tasks, got {overlap[:5]} in both; use split_tasks")
     runner = base_env_id if isinstance(base_env_id, ProbeRunner) else ProbeRunner(base_env_id, dict(env_kwargs or {}))
-    base, cached = runner.arm(library, probes, seeds, actor)
-    op, _ = runner.arm(op_library, probes, seeds, actor)
-    if not isinstance(base_env_id, ProbeRunner):
-        runner.close()
+    try:
+        base, cached = runner.arm(library, probes, seeds, actor)  # over the context here: not the change's doing
+        try:
+            op, _ = runner.arm(op_library, probes, seeds, actor)
+        except ActorContextError as e:
+            raise OverContext(str(e)) from e
+    finally:
+        if not isinstance(base_env_id, ProbeRunner):
+            runner.close()
     return _paired(base, op, cached)
 
 
