@@ -112,6 +112,14 @@ def test_a_reply_spelling_special_tokens_still_extends_the_next_prompt(policy):
     builder.record_step(0.0)
     builder.add_observation([*chat, {"role": "assistant", "content": text}, {"role": "user", "content": "ok"}])
     assert tok.convert_tokens_to_ids("<|im_start|>") not in reply[:-1]
+    # a special id sampled inside the reply (not a stop id) stays as sampled; its text renders as content
+    reply = tok.encode("a", add_special_tokens=False) + [tok.convert_tokens_to_ids("<|endoftext|>"), tok.eos_token_id]
+    builder = TrajectoryBuilder(policy, chat)
+    builder.add_reply(Completion(policy.decode(reply[:-1]), reply, [0.0] * 3, "stop"), state_key="s")
+    builder.record_step(0.0)
+    builder.add_observation([*chat, {"role": "assistant", "content": policy.decode(reply[:-1])},
+                             {"role": "user", "content": "ok"}])
+    assert builder.ids.count(0) == 1  # the sampled <|endoftext|>, and no other
 
 
 def test_the_vllm_backend_tokenises_through_the_same_guard():

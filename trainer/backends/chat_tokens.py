@@ -109,21 +109,14 @@ class ChatTokens:
         return self._decode_guarded(ids)
 
     def _decode_guarded(self, ids: list[int]) -> str:
-        """:meth:`decode`, with special spellings that ordinary ids spell marked as :meth:`render_chat` marks
-        them in message content (the special ids themselves stay plain)."""
+        """:meth:`decode`, with the reply's text (all but a final stop id, which the template writes itself)
+        marked as :meth:`render_chat` marks message content: the next prompt renders the reply as content."""
         pattern = self.special_pattern()
-        special = {i for i, t in (getattr(self.tokenizer, "added_tokens_decoder", {}) or {}).items()
-                   if getattr(t, "special", False)}
-        runs: list[tuple[bool, list[int]]] = []
-        for i in ids:
-            if runs and runs[-1][0] == (i in special) and i not in special:
-                runs[-1][1].append(i)
-            else:
-                runs.append((i in special, [i]))
-        texts = [(is_special, self.decode(run)) for is_special, run in runs]
-        if pattern is None or not any(not sp and (_ESC in t or pattern.search(t)) for sp, t in texts):
+        stop = 1 if ids and ids[-1] in self.stop_ids else 0
+        body = self.decode(ids[:len(ids) - stop])
+        if pattern is None or (_ESC not in body and not pattern.search(body)):
             return self.decode(ids)
-        return "".join(t if sp else guard_text(t, pattern) for sp, t in texts)
+        return guard_text(body, pattern) + self.decode(ids[len(ids) - stop:])
 
     def end_of_turn_id(self) -> int | None:
         """The stop id the chat template writes right after an assistant reply, found by rendering a probe
