@@ -80,7 +80,7 @@ class TextVectorEnv:
         autoreset: start the next episode in the same step as one ends (``False``: finished envs stay so).
         step_timeout: seconds one env may take for a step, reset or call before it is killed and rebuilt.
         ray_options: with ``mode="ray"`` (Ray actors hosting K envs each, one batched call per actor and
-            step; see ``ray_mode.py``): a :class:`~agentgym_envs.vector.ray_mode.RayOptions` or its dict.
+            step; see ``ray_mode.py``): a :class:`~agentgym_envs.vector.ray_options.RayOptions` or its dict.
 
     Process workers are daemons started with ``forkserver`` (``spawn`` where that is missing), so the
     host may run threads; they are stopped by :meth:`close`, garbage collection or interpreter exit.
