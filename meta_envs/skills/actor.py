@@ -404,9 +404,10 @@ class PolicyActor:
 
     @property
     def context_tokens(self) -> int | None:
-        """The model's context in tokens (``max_position_embeddings``), or ``None`` when unknown here."""
+        """The model's context in tokens (a vLLM engine's ``max_model_len``, else the HF model's
+        ``max_position_embeddings``), or ``None`` when unknown here."""
         config = getattr(getattr(self.policy, "model", None), "config", None)
-        context = getattr(config, "max_position_embeddings", None)
+        context = getattr(self.policy, "max_model_len", None) or getattr(config, "max_position_embeddings", None)
         return context if isinstance(context, int) and context > 0 else None
 
     def _check_context(self, messages: Any, max_new_tokens: int) -> None:
