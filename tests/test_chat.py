@@ -94,4 +94,10 @@ def test_an_episode_through_a_protocol_wrapper():
 
 
 def info_system_prompt(env) -> str:
-    return f"{env.unwrapped.system_prompt}\n\n{env.protocol.instructions(env.unwrapped)}"
+    """The env's prompt in the protocol's voice: its reply-format phrases in neutral words, then the format."""
+    from agentgym_envs.protocols.prompt import neutral_text, reply_format_table
+
+    prompt = env.unwrapped.system_prompt
+    if not env.protocol.shows_env_format:
+        prompt = neutral_text(prompt, reply_format_table(env.unwrapped))
+    return f"{prompt}\n\n{env.protocol.instructions(env.unwrapped)}"

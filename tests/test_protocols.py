@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import agentgym_envs
+from agentgym_envs.protocols.prompt import neutral_text, reply_format_table
 from agentgym_envs.examples.guess_number import GuessNumberEnv
 from agentgym_envs.examples.maze import MazeEnv
 from agentgym_envs.protocols import (
@@ -346,6 +347,8 @@ def test_system_prompt_gets_the_format_instructions(name):
         env = agentgym_envs.make(env_id, protocol=name)
         _, info = env.reset(seed=0)
         prompt = env.unwrapped.system_prompt
+        if not env.protocol.shows_env_format:  # outside plain the env's reply-format phrases get neutral words
+            prompt = neutral_text(prompt, reply_format_table(env.unwrapped))
         assert info["system_prompt"] == f"{prompt}\n\n{env.protocol.instructions(env.unwrapped)}"
 
 

@@ -94,6 +94,13 @@ class TextEnv(gymnasium.Env[str, str]):
     reward_bounds: ClassVar[tuple[float, float]] = (0.0, 1.0)
     #: Reward for an invalid action (keep it inside ``reward_bounds``).
     invalid_action_penalty: ClassVar[float] = 0.0
+    #: Whether an invalid action ends the episode (the games' "an illegal move loses at once"); the protocol
+    #: wrapper applies the same rule to replies it cannot parse.
+    invalid_action_ends_episode: ClassVar[bool] = False
+    #: The phrases of this env's system prompt, instruction or first observation that say how to *reply*
+    #: (phrase as written -> protocol-neutral wording, ``""`` to drop). Shown as written under ``plain``;
+    #: other protocols get the neutral wording and say the format themselves (:mod:`agentgym_envs.protocols.prompt`).
+    reply_format: ClassVar[dict[str, str]] = {"Reply with one action.": ""}
     #: Longest action accepted; longer ones are rejected with an explanation (never an exception).
     max_action_chars: ClassVar[int] = 16_384
     #: Observations longer than this are cut with a visible marker.

@@ -169,6 +169,10 @@ def _coerce(value: Any, annotation: Any, name: str) -> Any:
 class ToolEnv(TextEnv):
     """A text env whose actions are calls to its ``@tool`` methods."""
 
+    #: Reply-format phrases -> neutral wording under non-plain protocols (see TextEnv.reply_format).
+    reply_format = {
+        'Call exactly one tool per turn.': '',
+    }
     system_prompt: ClassVar[str] = "You are an agent with tools. Call exactly one tool per turn."
     _tool_names: ClassVar[tuple[str, ...]] = ()
     _tool_schemas: ClassVar[list[dict[str, Any]]] = []

@@ -18,6 +18,10 @@ _COMMAND = re.compile(r"^(?:go|move|walk)?\s*(?:to\s+(?:the\s+)?)?([a-z]+)[.!]?$
 
 
 class MazeEnv(TextEnv):
+    #: Reply-format phrases -> neutral wording under non-plain protocols (see TextEnv.reply_format).
+    reply_format = {
+        'Each turn reply with one command:': 'Each turn, your action is one command:',
+    }
     system_prompt = (
         "You are exploring a maze of rooms. Each turn reply with one command: "
         "'go north', 'go south', 'go east', 'go west' or 'look'. Reach the exit."

@@ -73,6 +73,10 @@ class HouseholdTasks(LazyTasks):
 class HouseholdEnv(TaskEnv):
     """ALFWorld's six task types in a pure-Python room; see the module docstring."""
 
+    #: Reply-format phrases -> neutral wording under non-plain protocols (see TextEnv.reply_format).
+    reply_format = {
+        'Each turn, reply with exactly one command:': 'Each turn, act with exactly one command:',
+    }
     system_prompt: ClassVar[str] = SYSTEM_PROMPT
     #: ``tasks`` is static; the command tables are derived from ``world`` and rebuilt on restore.
     snapshot_exclude: ClassVar[tuple[str, ...]] = ("tasks", "_go_table", "_go_lists", "_local")

@@ -44,6 +44,10 @@ class ActionProtocol:
     """
 
     name: ClassVar[str] = ""
+    #: Whether the env's own reply-format sentences (its ``reply_format`` table) stay in the prompt. Only
+    #: ``plain``, whose reply *is* the env's native action, lets the env say how to reply; every other
+    #: protocol gets the env's neutral wording, so its own :meth:`instructions` are the one format voice.
+    shows_env_format: ClassVar[bool] = False
 
     def parse(self, text: Any, env: Any = None) -> ParsedAction:
         """The native action in ``text``, or an error naming the expected format. Never raises."""
@@ -59,6 +63,14 @@ class ActionProtocol:
     def instructions(self, env: Any = None) -> str:
         """A sentence for the system prompt saying which format to reply in."""
         raise NotImplementedError
+
+    def reminder(self, env: Any = None) -> str | None:
+        """One short line that closes the first observation and says what to reply now (``None``: no line).
+
+        Models tend to continue the prompt's last line (``Your move. Legal moves: 1, 2, …``); a closing line
+        in the protocol's voice turns that echo into a reply in the right format.
+        """
+        return None
 
     def render(self, action: str, env: Any = None, *, thought: str | None = None) -> str:
         """Write a native ``action`` (and optional ``thought``) in this protocol's format; ``parse`` inverts it.

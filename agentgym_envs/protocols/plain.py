@@ -19,6 +19,8 @@ class PlainText(ActionProtocol):
     """The reply, minus ``<think>…</think>``, surrounding whitespace and one code fence or quote pair."""
 
     name = "plain"
+    #: The env's own text is the prompt, unchanged (models trained under ``plain``, the quickstart's, keep it).
+    shows_env_format = True
 
     def _parse(self, text: str, env: Any) -> ParsedAction:
         rest, thought, unterminated = split_think(text)

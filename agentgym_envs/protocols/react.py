@@ -71,5 +71,8 @@ class ReAct(ActionProtocol):
             "'Action: <action>' holding exactly one action."
         )
 
+    def reminder(self, env: Any = None) -> str | None:
+        return "Reply with 'Thought: …', then 'Action: <action>' on the last line."
+
     def render(self, action: str, env: Any = None, *, thought: str | None = None) -> str:
         return f"Thought: {thought or 'I choose my next action.'}\nAction: {action}"

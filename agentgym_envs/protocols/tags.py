@@ -55,6 +55,9 @@ class Tags(ActionProtocol):
         example = f"<{self.tag}>your action</{self.tag}>"
         return f"You may reason first; then give exactly one action inside {self._format} tags, e.g. {example}."
 
+    def reminder(self, env: Any = None) -> str | None:
+        return f"Reply with your action inside {self._format}."
+
     def render(self, action: str, env: Any = None, *, thought: str | None = None) -> str:
         prefix = f"{thought}\n" if thought else ""
         return f"{prefix}<{self.tag}>{action}</{self.tag}>"

@@ -94,6 +94,11 @@ class ToolCalls(ActionProtocol):
             f"{self._example(env, True)}."
         )
 
+    def reminder(self, env: Any = None) -> str | None:
+        if env is not None and _env_tools(env) is None:
+            return f"Reply with one call of {ACT_TOOL}(action)."
+        return "Reply with one tool call."
+
     def tools(self, env: Any = None) -> list[dict[str, Any]] | None:
         env_tools = _env_tools(env)
         if env_tools is not None:

@@ -1,10 +1,21 @@
 """ActionProtocolWrapper: any text env driven by raw model replies in a chosen format.
 
-``step(reply)`` parses the reply with the protocol and steps the inner env with the native action. A reply
-that cannot be parsed does *not* reach the env: the agent is told what was wrong and which format to use,
-``info["action_valid"]`` is ``False`` and ``info["parse_error"]`` says why, and the reward is the env's
-``invalid_action_penalty``. Every call is a turn: when the turn count reaches ``max_turns`` (the spec's
-``max_episode_steps`` by default) the episode is truncated, so a model that never formats cannot loop forever.
+``step(reply)`` parses the reply with the protocol and steps the inner env with the native action. Every
+call is a turn: when the turn count reaches ``max_turns`` (the spec's ``max_episode_steps`` by default) the
+episode is truncated, so a model that never formats cannot loop forever.
+
+**Invalid replies: one rule for every protocol.** A reply that cannot be parsed (or is over-long) does *not*
+reach the env, and counts as the env's own invalid action: the agent is told what was wrong and which
+format to use, ``info["action_valid"]`` is ``False`` and ``info["parse_error"]`` says why, the reward is the
+env's ``invalid_action_penalty``, and the episode ends when the env declares that an invalid action ends it
+(``invalid_action_ends_episode``, as "an illegal move loses at once" in the games). The penalty is bounded:
+it never takes the episode's return below the env's ``reward_bounds[0]``, so a stream of garbage earns what
+one illegal move earns under ``plain``, never more.
+
+**The first prompt** (:mod:`.prompt`): the protocol owns the reply format, the env the task and the legal
+moves. Outside ``plain`` the env's reply-format phrases (its ``reply_format`` table) are replaced by their
+neutral wording in the system prompt, instruction and first observation; the protocol's format
+instructions end the system prompt and its one-line reminder ends the first observation.
 
 Keys the wrapper adds to the inner env's info:
 
@@ -18,8 +29,8 @@ Keys the wrapper adds to the inner env's info:
 >>> import gymnasium, agentgym_envs
 >>> env = ActionProtocolWrapper(gymnasium.make("agentgym/Maze-Easy-v0"), "react")
 >>> obs, info = env.reset(seed=0)
->>> info["system_prompt"].endswith("holding exactly one action.")
-True
+>>> info["system_prompt"].endswith("holding exactly one action."), obs.endswith("'Action: <action>' on the last line.")
+(True, True)
 >>> obs, reward, terminated, truncated, info = env.step("I think I will go east.")
 >>> info["action_valid"], obs.startswith("No action found"), info["native_action"]
 (False, True, None)
@@ -30,6 +41,7 @@ True
 
 from __future__ import annotations
 
+import math
 from typing import Any, ClassVar
 
 import gymnasium
@@ -37,6 +49,7 @@ import gymnasium
 from ..core.errors import ResetNeeded
 from ..core.spaces import UnicodeText
 from .base import ActionProtocol, ParsedAction, get_protocol
+from .prompt import first_prompt
 
 #: Keys of the last real info that describe the episode start or the last reply, not the current state.
 _NOT_CARRIED = ("instruction", "system_prompt", "thought")
@@ -58,6 +71,9 @@ class ActionProtocolWrapper(gymnasium.Wrapper[str, str, str, str]):
             raise ValueError(f"max_turns must be at least 1 (or None for no limit), got {self.max_turns}")
         self.action_space = UnicodeText(self.max_reply_chars)
         self._penalty = float(getattr(self._base, "invalid_action_penalty", 0.0))
+        self._ends_on_invalid = bool(getattr(self._base, "invalid_action_ends_episode", False))
+        self._lowest_return = float(getattr(self._base, "reward_bounds", (-math.inf, math.inf))[0])
+        self._return = 0.0
         self._turns = 0
         self._over = False
         self._last_info: dict[str, Any] | None = None
@@ -70,10 +86,9 @@ class ActionProtocolWrapper(gymnasium.Wrapper[str, str, str, str]):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         observation, info = self.env.reset(seed=seed, options=options)
-        self._turns, self._over = 0, False
+        self._turns, self._over, self._return = 0, False, 0.0
         self._format = self.protocol.instructions(self._base)
-        prompt = info.get("system_prompt") or ""
-        info["system_prompt"] = f"{prompt}\n\n{self._format}" if prompt else self._format
+        observation, info = first_prompt(self.protocol, self._base, observation, info)
         tools = self.protocol.tools(self._base)
         if tools is not None:
             info["tools"] = tools
@@ -101,6 +116,7 @@ class ActionProtocolWrapper(gymnasium.Wrapper[str, str, str, str]):
             truncated = True
         self._over = bool(terminated or truncated)
         self._last_info = info
+        self._return += float(reward)
         return observation, reward, terminated, truncated, info
 
     def _limit_reached(self) -> bool:
@@ -117,7 +133,18 @@ class ActionProtocolWrapper(gymnasium.Wrapper[str, str, str, str]):
             info["thought"] = parsed.thought
         if terminated:
             return str(parsed.error), 0.0, True, False, info
-        truncated = self._limit_reached()
-        self._over = truncated
+        reward = self._bounded_penalty()
+        self._return += reward
+        terminated = self._ends_on_invalid
+        truncated = not terminated and self._limit_reached()
+        self._over = terminated or truncated
         observation = f"{parsed.error}\nReply format: {self._format}"
-        return observation, self._penalty, False, truncated, info
+        if terminated:
+            observation += "\nAn invalid reply ends this episode, as an illegal move does."
+        return observation, reward, terminated, truncated, info
+
+    def _bounded_penalty(self) -> float:
+        """The env's invalid-action penalty, cut so the episode's return stays at or above ``reward_bounds[0]``."""
+        if self._penalty >= 0:
+            return self._penalty
+        return max(self._penalty, min(0.0, self._lowest_return - self._return))

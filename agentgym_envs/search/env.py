@@ -69,6 +69,14 @@ class SearchEnv(ToolEnv, TaskEnv):
     """Multi-hop QA over a local corpus; see the module docstring."""
 
     system_prompt: ClassVar[str] = SYSTEM_PROMPT
+    #: Reply-format phrases -> neutral wording under non-plain protocols (see TextEnv.reply_format).
+    reply_format: ClassVar[dict[str, str]] = {
+        "Reason inside <think> and </think> whenever you get new information.": "",
+        "To search, write <search> query </search>;": "To search, act with <search> query </search>;",
+        "When you know the answer, write it between <answer> and </answer>,":
+            "When you know the answer, act with <answer> your answer </answer>,",
+        HOW_TO: "",
+    }
     #: The dataset and the index are shared, static and large: never part of a snapshot.
     snapshot_exclude: ClassVar[tuple[str, ...]] = ("tasks", "data", "retriever")
 

@@ -70,6 +70,13 @@ RANDOM_COMMANDS = ("ls", "ls -la", "pwd", "find . -maxdepth 2 | head -n 20", "ca
 class TerminalEnv(TaskEnv):
     """Shell tasks in a sandbox; see the module docstring for actions, observations and rewards."""
 
+    #: Reply-format phrases -> neutral wording under non-plain protocols (see TextEnv.reply_format).
+    reply_format = {
+        'Reply with exactly one shell command per turn (or a bash(command) tool call);':
+            'Run exactly one shell command per turn;',
+        'When the task is done, reply `submit`.': 'When the task is done, act with `submit`.',
+        'reply `submit` when the task is done.': 'act with `submit` when the task is done.',
+    }
     system_prompt: ClassVar[str] = (
         "You are working in a Linux bash shell to complete a task. Reply with exactly one shell command per "
         "turn (or a bash(command) tool call); you will see its output, exit code and working directory. "

@@ -55,6 +55,10 @@ def _mood(energy: float) -> str:
 class PracticeSchedulingEnv(ToolEnv):
     """A learner, a horizon of activities, and a scheduler; see the module docstring."""
 
+    #: Reply-format phrases -> neutral wording under non-plain protocols (see TextEnv.reply_format).
+    reply_format = {
+        'Each turn call one tool:': 'Each turn, choose one activity:',
+    }
     system_prompt: ClassVar[str] = SYSTEM_PROMPT
     reward_bounds: ClassVar[tuple[float, float]] = (0.0, 1.0)
 

@@ -55,6 +55,10 @@ _CALL = re.compile(r"\s*(?:\{|(?:ask_item|hint|explain|probe|end_session|say)\s*
 class TutoringEnv(ToolEnv):
     """A tutoring session with a simulated student; see the module docstring."""
 
+    #: Reply-format phrases -> neutral wording under non-plain protocols (see TextEnv.reply_format).
+    reply_format = {
+        'Each turn, make one move, as a tool call or in your own words.': 'Each turn, make one move.',
+    }
     system_prompt: ClassVar[str] = render.SYSTEM_PROMPT
     reward_bounds: ClassVar[tuple[float, float]] = (-2.0, 1.0)
     #: A verbaliser is a live callable (a model client), not state.

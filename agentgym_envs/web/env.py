@@ -78,6 +78,10 @@ class WebShopTasks(Sequence[Task]):
 class WebShopEnv(TaskEnv):
     """WebShop's tasks on a generated shop; see the module docstring."""
 
+    #: Reply-format phrases -> neutral wording under non-plain protocols (see TextEnv.reply_format).
+    reply_format = {
+        'Each turn, reply with exactly one action:': 'Each turn, take exactly one action:',
+    }
     system_prompt: ClassVar[str] = SYSTEM_PROMPT
     snapshot_exclude: ClassVar[tuple[str, ...]] = (
         "tasks", "shop", "goals", "_page_memo", "_pool", "_server", "_tab", "_sid", "_synced", "_read", "_finalizer")

@@ -69,6 +69,12 @@ class _CountdownBase(TextEnv):
 
 
 class CountdownEnv(_CountdownBase):
+    #: Reply-format phrases -> neutral wording under non-plain protocols (see TextEnv.reply_format).
+    reply_format = {
+        'Reply with one arithmetic expression': 'Your action is one arithmetic expression',
+        'Answer with a single expression; you have one answer.':
+            'You have one answer: a single expression.',
+    }
     system_prompt = (
         "You are playing the Countdown numbers game. Reply with one arithmetic expression that uses the given "
         "numbers (each at most once) with + - * / and parentheses to hit the target, e.g. '(25 + 50) * 4 - 3'."
@@ -109,6 +115,10 @@ class CountdownEnv(_CountdownBase):
 
 
 class CountdownStepwiseEnv(_CountdownBase):
+    #: Reply-format phrases -> neutral wording under non-plain protocols (see TextEnv.reply_format).
+    reply_format = {
+        'Each turn reply with one action:': 'Each turn, take one action:',
+    }
     system_prompt = (
         "You are playing the Countdown numbers game one step at a time. Each turn reply with one action: two of "
         "your numbers and an operator, e.g. '25 * 4' (the result replaces them), or 'undo' to take a step back."

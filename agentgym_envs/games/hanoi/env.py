@@ -25,6 +25,10 @@ _MOVE = re.compile(r"^(?:move\s+)?(?:(?:the\s+)?(?:top\s+)?(?:disk|disc)\s*\d*\s
 
 
 class HanoiEnv(TextEnv):
+    #: Reply-format phrases -> neutral wording under non-plain protocols (see TextEnv.reply_format).
+    reply_format = {
+        'Reply with one move per turn:': 'Make one move per turn:',
+    }
     system_prompt = (
         "You are solving the Tower of Hanoi with pegs A, B and C. Reply with one move per turn: "
         "'move disk from <peg> to <peg>' or '<peg>-><peg>', e.g. 'A->C'. Only the top disk of a peg moves, "

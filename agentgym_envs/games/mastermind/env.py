@@ -24,6 +24,11 @@ _PREFIX = re.compile(r"^guess\s*:?\s*")
 
 
 class MastermindEnv(TextEnv):
+    #: Reply-format phrases -> neutral wording under non-plain protocols (see TextEnv.reply_format).
+    reply_format = {
+        "Reply with one action: 'guess <code>',": "An action is 'guess <code>',",
+        "Reply 'guess <code>', e.g.": "Example:",
+    }
     system_prompt = (
         "You are playing Mastermind, breaking a secret code of digits. Reply with one action: 'guess <code>', "
         "e.g. 'guess 1234'. Feedback gives black pegs (right digit, right place) and white pegs (right digit, "

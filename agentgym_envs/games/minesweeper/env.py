@@ -31,6 +31,10 @@ _ACTION = re.compile(r"^([a-z]+)\s*(?:cell\s*)?\(?\s*r?\s*(\d{1,4})\s*(?:,|\s|c)
 
 
 class MinesweeperEnv(TextEnv):
+    #: Reply-format phrases -> neutral wording under non-plain protocols (see TextEnv.reply_format).
+    reply_format = {
+        'Reply with one action:': 'Actions:',
+    }
     system_prompt = (
         "You are playing Minesweeper. Reply with one action: 'reveal <row> <col>', 'flag <row> <col>' or "
         "'unflag <row> <col>' (rows and columns count from 1). In the board, # is covered, F is a flag, "

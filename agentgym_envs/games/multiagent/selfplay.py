@@ -55,6 +55,7 @@ class SelfPlayEnv(TextEnv):
 
     reward_bounds = (-1.0, 1.0)
     invalid_action_penalty = -1.0
+    invalid_action_ends_episode = True  # the games' rule: an illegal move loses at once
     snapshot_exclude = ("opponent",)
 
     def __init__(self, game: str | Callable[[], AECEnv], opponent: str | Opponent = "scripted",
@@ -69,6 +70,8 @@ class SelfPlayEnv(TextEnv):
             raise ValueError(f"seat must be 'alternate' or a seat index in 0..{n - 1}, got {seat!r}")
         self.seat_rule = seat
         self.system_prompt = getattr(self.game, "system_prompt", TextEnv.system_prompt)
+        self.reply_format = {**getattr(self.game, "reply_format", TextEnv.reply_format),
+                             f"Reply '{CONTINUE}' to finish the episode.": f"The action '{CONTINUE}' finishes the episode."}
         self.seat = self.game.possible_agents[0]
         self._seed: int | None = None
         self._pending_reward = 0.0

@@ -30,6 +30,10 @@ _LIST_LIMIT_SIZE = 4
 
 
 class SudokuEnv(TextEnv):
+    #: Reply-format phrases -> neutral wording under non-plain protocols (see TextEnv.reply_format).
+    reply_format = {
+        'Reply with one action:': 'Actions:',
+    }
     system_prompt = (
         "You are solving a Sudoku. Reply with one action: 'place <digit> at r<row>c<col>' (or 'r<row>c<col>=<digit>'), "
         "or 'clear r<row>c<col>' to erase a digit you placed. Rows and columns count from 1."

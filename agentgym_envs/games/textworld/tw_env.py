@@ -104,6 +104,10 @@ class TextWorldTasks(LazyTasks):
 class TextWorldEnv(TaskEnv):
     """A TextWorld challenge at one level and split; see the module docstring."""
 
+    #: Reply-format phrases -> neutral wording under non-plain protocols (see TextEnv.reply_format).
+    reply_format = {
+        'Each turn, reply with exactly one command': 'Each turn, act with exactly one command',
+    }
     system_prompt: ClassVar[str] = SYSTEM_PROMPT
     reward_bounds: ClassVar[tuple[float, float]] = (-1.0, 1.0)
     #: Static configuration and the live interpreter (rebuilt by replay) stay out of snapshots.

@@ -27,6 +27,10 @@ _BACK_WORDS = frozenset({"back", "up", "backtrack", "go back", "go up", "parent"
 
 
 class TreeSearchEnv(TextEnv):
+    #: Reply-format phrases -> neutral wording under non-plain protocols (see TextEnv.reply_format).
+    reply_format = {
+        'Each turn reply with one action:': 'Each turn, take one action:',
+    }
     system_prompt = (
         "You are searching a tree for a hidden goal leaf. Each turn reply with one action: a child number to "
         "descend (e.g. '2') or 'back' to return to the parent. Wrong leaves report failure; backtrack and "

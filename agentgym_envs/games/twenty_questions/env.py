@@ -28,6 +28,10 @@ _TOPICS = "; ".join(a.question for a in ATTRIBUTES.values())
 
 
 class TwentyQuestionsEnv(TextEnv):
+    #: Reply-format phrases -> neutral wording under non-plain protocols (see TextEnv.reply_format).
+    reply_format = {
+        'Each turn reply with one yes/no question': 'Each turn, ask one yes/no question',
+    }
     system_prompt = (
         "You are playing Twenty Questions. Each turn reply with one yes/no question about a single property, "
         "or 'guess <object>' to name the object. Understood properties: " + _TOPICS

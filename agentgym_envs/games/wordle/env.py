@@ -27,6 +27,11 @@ _GUESS = re.compile(r"^(?:guess\s*:?\s*)?([a-z]+)$")
 
 
 class WordleEnv(TextEnv):
+    #: Reply-format phrases -> neutral wording under non-plain protocols (see TextEnv.reply_format).
+    reply_format = {
+        "Reply with one action: 'guess <word>'": "An action is 'guess <word>'",
+        "Reply 'guess <word>'.": '',
+    }
     system_prompt = (
         "You are playing Wordle. Reply with one action: 'guess <word>' where <word> is a common five-letter "
         "English word, e.g. 'guess crane'. Feedback marks each letter G (right place), Y (in the word, "

@@ -27,6 +27,12 @@ class ConnectFourEnv(TurnBasedTextEnv):
         "player_1 plays O. Four of your discs in a row, column or diagonal wins (+1); a full board is a draw (0). "
         "Reply with a column number. An illegal move (a full column, anything that is not a column number) loses at once (-1)."
     )
+    #: Reply-format phrases -> neutral wording under non-plain protocols (see TextEnv.reply_format).
+    reply_format = {
+        'Reply with only the number (1-7) of the column you drop your disc in.':
+            'A move is the number (1-7) of the column you drop your disc in.',
+        'Reply with a column number.': '',
+    }
     system_prompt = "You are playing Connect Four. Reply with only the number (1-7) of the column you drop your disc in."
     scripted_policy = staticmethod(scripted)
 

@@ -27,6 +27,11 @@ class LimitHoldemEnv(TurnBasedTextEnv):
         "'fold', 'check', 'call', 'bet', 'raise'. The best five-card hand from your two cards and the board wins "
         "at showdown. Your reward is the chips you win divided by 48. An illegal move loses at once (-1)."
     )
+    #: Reply-format phrases -> neutral wording under non-plain protocols (see TextEnv.reply_format).
+    reply_format = {
+        'Reply with exactly one legal move: fold, check, call, bet or raise.':
+            'Make exactly one legal move: fold, check, call, bet or raise.',
+    }
     system_prompt = "You are playing heads-up Limit Texas Hold'em. Reply with exactly one legal move: fold, check, call, bet or raise."
     scripted_policy = staticmethod(scripted)
 

@@ -27,6 +27,12 @@ class KuhnPokerEnv(TurnBasedTextEnv):
         "pot) or 'fold' (the bettor wins). Your reward is the chips you win divided by 2 (between -1 and +1). "
         "Reply with one word. An illegal move loses at once (-1)."
     )
+    #: Reply-format phrases -> neutral wording under non-plain protocols (see TextEnv.reply_format).
+    reply_format = {
+        'Reply with exactly one of the legal moves: check, bet, call or fold.':
+            'Make exactly one of the legal moves: check, bet, call or fold.',
+        'Reply with one word.': '',
+    }
     system_prompt = "You are playing Kuhn poker. Reply with exactly one of the legal moves: check, bet, call or fold."
     scripted_policy = staticmethod(scripted)
 

@@ -26,6 +26,12 @@ _CALL = {"liar", "call", "challenge", "call liar", "doubt", "dudo", "liar!"}
 
 class LiarsDiceEnv(TurnBasedTextEnv):
     metadata = {"render_modes": ["ansi", "human"], "name": "liars_dice_v0", "is_parallelizable": False}
+    #: Reply-format phrases -> neutral wording under non-plain protocols (see TextEnv.reply_format).
+    reply_format = {
+        "Reply with exactly one move: 'bid <quantity> <face>' or 'liar'.":
+            "A move is 'bid <quantity> <face>' or 'liar'.",
+        "or reply 'liar' to challenge the last bid": "or challenge the last bid with 'liar'",
+    }
     system_prompt = "You are playing Liar's Dice. Reply with exactly one move: 'bid <quantity> <face>' or 'liar'."
     scripted_policy = staticmethod(scripted)
 

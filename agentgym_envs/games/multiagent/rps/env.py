@@ -54,6 +54,12 @@ def render_view(view: dict[str, Any]) -> str:
 
 class RockPaperScissorsEnv(TurnBasedTextEnv):
     metadata = {"render_modes": ["ansi", "human"], "name": "rock_paper_scissors_v0", "is_parallelizable": False}
+    #: Reply-format phrases -> neutral wording under non-plain protocols (see TextEnv.reply_format).
+    reply_format = {
+        'Reply with exactly one word: rock, paper or scissors.':
+            'A move is one word: rock, paper or scissors.',
+        'Reply with one word.': '',
+    }
     system_prompt = SYSTEM_PROMPT
     scripted_policy = staticmethod(scripted)
 

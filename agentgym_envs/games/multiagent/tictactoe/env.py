@@ -27,6 +27,13 @@ class TicTacToeEnv(TurnBasedTextEnv):
         "your marks in a row, column or diagonal wins (+1); a full board without a line is a draw (0). An illegal "
         "move (an occupied cell, anything that is not a cell number) loses at once (-1)."
     )
+    #: Reply-format phrases -> neutral wording under non-plain protocols (see TextEnv.reply_format).
+    reply_format = {
+        'Reply with only the number (1-9) of the empty cell you mark.':
+            'A move is the number (1-9) of the empty cell you mark.',
+        "On your turn reply with the number of an empty cell (e.g. '5').":
+            "On your turn you mark an empty cell by its number (e.g. '5').",
+    }
     system_prompt = "You are playing tic-tac-toe. Reply with only the number (1-9) of the empty cell you mark."
     scripted_policy = staticmethod(scripted)
 
