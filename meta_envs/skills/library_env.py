@@ -3,7 +3,7 @@
 Arguments (``gymnasium.make`` kwargs): ``family`` (a key of :data:`FAMILIES`: ``household`` or one task
 type ``household-heat`` …, ``webshop``, ``search`` (one-hop questions), ``puzzles`` (Hanoi), ``terminal``),
 ``actor`` (an :class:`~meta_envs.skills.actor.Actor` or a spec: ``procedure``, the default, or a model spec
-such as ``hf:tiny`` / ``vllm:<dir>`` / ``openai:<url>#<model>``; :func:`~meta_envs.skills.actor.actor_from_spec`), ``n_probes`` (16), ``n_shown`` (4 training tasks whose
+such as ``hf:tiny`` / ``vllm:<dir>`` / ``openai:<url>#<model>``; :func:`~meta_envs.skills.model_actor.actor_from_spec`), ``n_probes`` (16), ``n_shown`` (4 training tasks whose
 trajectories are shown), ``library`` (the starting :class:`~meta_envs.skills.library.SkillLibrary` or a path
 to one; default empty), ``max_ops`` (4), ``token_budget`` (5000), ``backend`` (``bwrap``: where code
 skills' tests run), ``retrieval`` (how the actor is shown the library: ``all`` bodies, the default;
@@ -50,7 +50,8 @@ from typing import Any, ClassVar
 
 from agentgym_envs.core import InfraError, Step, TextEnv
 
-from .actor import Actor, ProcedureActor, actor_from_spec, document_tokens
+from .actor import Actor, ProcedureActor
+from .model_actor import actor_from_spec, document_tokens
 from .library import SkillLibrary
 from .operations import Operation, OperationError, apply_operation, parse_operation
 from .reflector import distil_action, render_trajectory

@@ -17,8 +17,8 @@ had.
 Arguments (``gymnasium.make`` kwargs): ``family`` (a text family of
 :data:`~meta_envs.skills.library_env.FAMILIES`: ``household-heat`` by default, ``household``, ``webshop``,
 ``search``, ``puzzles`` …), ``actor`` (default :class:`~meta_envs.skills.actor.ProcedureActor`; any policy
-through :class:`~meta_envs.skills.actor.PolicyActor`, or a spec such as ``hf:tiny`` resolved at construction
-by :func:`~meta_envs.skills.actor.actor_from_spec`, as SkillLibrary-v0 does), ``n_probes`` (8), ``n_shown`` (2), ``max_rounds`` (3),
+through :class:`~meta_envs.skills.model_actor.PolicyActor`, or a spec such as ``hf:tiny`` resolved at construction
+by :func:`~meta_envs.skills.model_actor.actor_from_spec`, as SkillLibrary-v0 does), ``n_probes`` (8), ``n_shown`` (2), ``max_rounds`` (3),
 ``initial`` (``D_0``'s text) and ``token_budget`` (5000).
 
 Observation: the base env, the current document, the last measurement (U, both arms' means, probes fixed
@@ -30,7 +30,7 @@ A plain-text document is shown as one skill named ``system-prompt`` (its body is
 parsed and validated as any skill (:func:`~meta_envs.skills.skill.parse_skill_md`). Either way it is shown
 with ``retrieval="all"`` (:func:`~meta_envs.skills.showing.with_skills`): its text lands in the actor's system
 prompt. A malformed SKILL.md, a body over ``token_budget`` tokens (by the tokenizer-free rule and, when the
-actor has one, by its own tokenizer: :func:`~meta_envs.skills.actor.document_tokens`), or a document with
+actor has one, by its own tokenizer: :func:`~meta_envs.skills.model_actor.document_tokens`), or a document with
 which the actor's prompt no longer fits its model's context (and did with the previous one) is
 ``action_valid=False`` with reward −1 (:data:`INVALID_PENALTY`) and leaves the document as it was.
 
@@ -52,7 +52,8 @@ from typing import Any, ClassVar
 from agentgym_envs.core.errors import InfraError, InvalidAction
 from agentgym_envs.core.text_env import Step, TextEnv
 
-from .actor import Actor, ActorContextError, ProcedureActor, actor_from_spec, document_tokens
+from .actor import Actor, ProcedureActor
+from .model_actor import ActorContextError, actor_from_spec, document_tokens
 from .library import SkillLibrary
 from .library_env import FAMILIES, GRAMMAR, SEEDED_TASKS, _Expert
 from .reflector import distilled_skill, render_trajectory

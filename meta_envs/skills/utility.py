@@ -33,7 +33,8 @@ import gymnasium
 
 from agentgym_envs.core.errors import AgentGymError, InfraError
 
-from .actor import Actor, ActorContextError
+from .actor import Actor
+from .model_actor import ActorContextError
 from .library import SkillLibrary
 from .showing import with_skills
 

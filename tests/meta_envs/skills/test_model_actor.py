@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 import agentgym_envs  # noqa: F401  (registers the ids)
-from meta_envs.skills.actor import ActorContextError, PolicyActor, actor_from_spec
+from meta_envs.skills.model_actor import ActorContextError, PolicyActor, actor_from_spec
 from meta_envs.skills.library_env import SkillLibraryEnv
 from meta_envs.skills.reflect_env import ReflectEnv
 from meta_envs.skills.skill import Skill, count_tokens
