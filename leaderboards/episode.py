@@ -63,39 +63,80 @@ def sampling_seed(entry: Entry, episode_index: int, turn: int) -> int:
 def play_episode(entry: Entry, episode_index: int, env: ActionProtocolWrapper, policy: Any,
                  sampling: SamplingConfig) -> EpisodeRecord:
     """Play episode ``episode_index`` of ``entry`` on ``env`` (made by :func:`make_env`) and record it."""
-    task, repeat = entry.task_of(episode_index)
-    num_tasks = getattr(env.unwrapped, "num_tasks", None)
-    if num_tasks is not None and task >= num_tasks:
-        raise SuiteError(f"{entry.key} asks for {entry.tasks} tasks but its split has only {num_tasks}; "
-                         f"set 'tasks: {num_tasks}' (or fewer) on that entry and bump the suite's version")
-    task_index = task if num_tasks is not None else None
-    start = time.perf_counter()
-    options = {"task_index": task_index} if task_index is not None else None
-    observation, info = _env_call(env.reset, seed=entry.reset_seed(episode_index), options=options)
-    opening = start_of(env, observation, info)  # stored with the episode: nobody rebuilds the env to see it
-    history = ChatHistory()
-    history.start(observation, info)
-    steps: list[StepRecord] = []
-    counter = policy if isinstance(policy, TokenPolicy) else None  # checked once: a Protocol check is slow
-    for turn in range(entry.max_steps):
-        messages = history.messages(entry.window)
-        turn_sampling = replace(sampling, seed=sampling_seed(entry, episode_index, turn))
-        completion, latency = _ask(policy, env, messages, turn_sampling)
+    play = EpisodePlay(entry, episode_index, env, counter=policy if isinstance(policy, TokenPolicy) else None)
+    while not play.done:
+        messages = play.messages()
+        completion, latency = _ask(policy, env, messages, replace(sampling, seed=play.seed()))
+        play.advance(completion, latency)
+    return play.record()
+
+
+class EpisodePlay:
+    """One episode played turn by turn by whoever asks the policy: :func:`play_episode` (one at a time) or
+    :mod:`leaderboards.batched` (many in one generate). Both record through here, so a record does not
+    depend on how its replies were obtained.
+
+    ``counter`` counts prompt tokens with a token policy's own chat template when the completion reports none
+    (checked once by the caller: a Protocol ``isinstance`` is slow); a caller that already holds the prompt's
+    ids passes their count to :meth:`advance` instead.
+    """
+
+    def __init__(self, entry: Entry, episode_index: int, env: ActionProtocolWrapper,
+                 counter: TokenPolicy | None = None):
+        self.entry, self.episode_index, self.env, self.counter = entry, episode_index, env, counter
+        task, self.repeat = entry.task_of(episode_index)
+        num_tasks = getattr(env.unwrapped, "num_tasks", None)
+        if num_tasks is not None and task >= num_tasks:
+            raise SuiteError(f"{entry.key} asks for {entry.tasks} tasks but its split has only {num_tasks}; "
+                             f"set 'tasks: {num_tasks}' (or fewer) on that entry and bump the suite's version")
+        self.task, self.task_index = task, (task if num_tasks is not None else None)
+        self.began = time.perf_counter()
+        self.policy_s = 0.0  # this episode's share of policy time, when the caller shares calls (batched)
+        options = {"task_index": self.task_index} if self.task_index is not None else None
+        observation, self.info = _env_call(env.reset, seed=entry.reset_seed(episode_index), options=options)
+        self.start = start_of(env, observation, self.info)  # stored with the episode: nobody rebuilds the env
+        self.reset_s = time.perf_counter() - self.began
+        self.history = ChatHistory()
+        self.history.start(observation, self.info)
+        self.steps: list[StepRecord] = []
+        self.done = entry.max_steps < 1
+
+    @property
+    def turn(self) -> int:
+        return len(self.steps)
+
+    def messages(self) -> list[Any]:
+        """The chat the policy answers this turn (the entry's window of it)."""
+        return self.history.messages(self.entry.window)
+
+    def seed(self) -> int:
+        """This turn's sampling seed (:func:`sampling_seed`)."""
+        return sampling_seed(self.entry, self.episode_index, self.turn)
+
+    def advance(self, completion: Completion, latency: float, prompt_tokens: int | None = None) -> None:
+        """Step the env with the reply and record the turn; ``latency`` is the policy time charged to it."""
+        messages = self.messages()
         began = time.perf_counter()
-        observation, reward, terminated, truncated, info = _env_call(env.step, completion.text)
+        observation, reward, terminated, truncated, self.info = _env_call(self.env.step, completion.text)
         env_s = time.perf_counter() - began
-        history.add(completion.text, observation)
-        steps.append(_step(turn, completion, observation, float(reward), terminated, truncated, info,
-                           _prompt_tokens(counter, completion, messages), sum(len(m["content"]) for m in messages),
-                           latency, env_s))
-        if terminated or truncated:
-            break
-    return EpisodeRecord(
-        entry=entry.key, env_id=entry.env_id, family=entry.family, episode_index=episode_index, task=task,
-        repeat=repeat, seed=entry.reset_seed(episode_index), task_index=task_index, won=bool(info.get("won", False)),
-        score=float(info.get("score", 0.0) or 0.0), ret=float(sum(s.reward for s in steps)),
-        terminated=bool(steps and steps[-1].terminated), truncated=bool(steps and steps[-1].truncated),
-        wall_s=time.perf_counter() - start, steps=steps, start=opening)
+        self.history.add(completion.text, observation)
+        if prompt_tokens is None:
+            prompt_tokens = _prompt_tokens(self.counter, completion, messages)
+        self.policy_s += latency
+        self.steps.append(_step(self.turn, completion, observation, float(reward), terminated, truncated, self.info,
+                                prompt_tokens, sum(len(m["content"]) for m in messages), latency, env_s))
+        self.done = bool(terminated or truncated) or self.turn >= self.entry.max_steps
+
+    def record(self, wall_s: float | None = None) -> EpisodeRecord:
+        """The finished episode; ``wall_s`` (default: the time since reset) is what the episode cost."""
+        entry, info, steps = self.entry, self.info, self.steps
+        return EpisodeRecord(
+            entry=entry.key, env_id=entry.env_id, family=entry.family, episode_index=self.episode_index,
+            task=self.task, repeat=self.repeat, seed=entry.reset_seed(self.episode_index), task_index=self.task_index,
+            won=bool(info.get("won", False)), score=float(info.get("score", 0.0) or 0.0),
+            ret=float(sum(s.reward for s in steps)), terminated=bool(steps and steps[-1].terminated),
+            truncated=bool(steps and steps[-1].truncated),
+            wall_s=time.perf_counter() - self.began if wall_s is None else wall_s, steps=steps, start=self.start)
 
 
 def _env_call(method: Any, *args: Any, **kwargs: Any) -> tuple[Any, ...]:

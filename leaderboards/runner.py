@@ -68,6 +68,14 @@ class BenchOptions:
     lease_s: float = 60.0
     """How long an episode stays reserved for this runner without a heartbeat (renewed every quarter of it):
     after a crash, runners on other hosts wait this long before redoing its episodes (same host: at once)."""
+    batch: int = 16
+    """Local models (hf, checkpoint, vllm): episodes whose replies come from one ``generate``
+    (:mod:`leaderboards.batched`); 1 plays them one at a time on the ``workers``."""
+    dtype: str = "float32"
+    """Local models: weight dtype, ``float32`` or ``bfloat16`` (then the default run name ends ``@bfloat16``)."""
+    threads: int | None = None
+    """Local models: torch CPU threads (0: every core; ``None``: the idle cores, see
+    :func:`~leaderboards.policies.models.bench_threads`)."""
 
     def __post_init__(self) -> None:
         if self.workers < 1 or self.max_attempts < 1 or self.max_consecutive_infra < 1:
@@ -76,6 +84,10 @@ class BenchOptions:
             raise ValueError(f"pool must be auto, thread, process or ray, got {self.pool!r}")
         if not self.ray_cpus > 0:
             raise ValueError(f"ray_cpus must be > 0, got {self.ray_cpus}")
+        if self.batch < 1 or (self.threads is not None and self.threads < 0):
+            raise ValueError(f"batch must be >= 1 and threads >= 0, got {self.batch} and {self.threads}")
+        if self.dtype not in ("float32", "bfloat16"):
+            raise ValueError(f"dtype must be float32 or bfloat16, got {self.dtype!r}")
         if not self.lease_s > 0 or not self.progress_s > 0:
             raise ValueError(f"lease_s and progress_s must be > 0 seconds, got {self.lease_s} and {self.progress_s}")
 
@@ -123,16 +135,18 @@ def run_bench(suite: str | Path, policy: str, store_path: str | Path,
     """
     spec, loaded = parse_spec(policy), load_suite(suite)
     with open_store(store_path) as store:
-        shared = None if spec.env_side else spec.build(api_key_env=options.api_key_env, timeout=options.timeout)
+        build = {"api_key_env": options.api_key_env, "timeout": options.timeout, "dtype": options.dtype,
+                 "threads": options.threads}
+        shared = None if spec.env_side else spec.build(**build)
         _preflight(shared, spec)
-        run = store.run(options.run_name or spec.text, spec.text, loaded, _config(options, loaded))
+        name = options.run_name or spec.text + (f"@{options.dtype}" if options.dtype != "float32" else "")
+        run = store.run(name, spec.text, loaded, _config(options, loaded, spec))
         plan = [(e.key, k) for e in loaded.entries for k in range(e.episodes)]
         summary = BenchSummary(run, loaded.episodes, store.count(run))
         _say(options, f"run {run.name!r} on {loaded.name} v{loaded.version}: {summary.already_stored} of "
                       f"{loaded.episodes} episodes already stored, {loaded.episodes - summary.already_stored} to play "
                       f"with {options.workers} worker(s)")
         start = time.perf_counter()
-        build = {"api_key_env": options.api_key_env, "timeout": options.timeout}
         with LeaseBook(store.path, run, plan, lease_s=options.lease_s) as book, \
                 _pool(spec, shared, loaded, options, build) as pool:
             index = {e.key: i for i, e in enumerate(loaded.entries)}
@@ -149,6 +163,10 @@ def _pool(spec: PolicySpec, shared: Any, suite: Suite, options: BenchOptions, bu
 
         return RayPool(spec, suite, workers=options.workers, build=build, address=options.ray_address,
                        cpus=options.ray_cpus)
+    from .batched import BatchedPool, can_batch
+
+    if spec.local_model and options.batch > 1 and can_batch(shared):
+        return BatchedPool(shared, suite, batch=options.batch)
     return Pool(spec, shared, suite, workers=options.workers, pool=options.pool, build=build)
 
 
@@ -202,8 +220,9 @@ def _drive(d: _Drive) -> None:
 
 
 def _fill(d: _Drive) -> None:
-    """Submit retries first, then newly leased episodes, up to ``2 × workers`` in flight."""
-    room = 2 * d.options.workers - len(d.inflight)
+    """Submit retries first, then newly leased episodes, up to ``2 × workers`` in flight (a batched pool: its
+    ``capacity``)."""
+    room = getattr(d.pool, "capacity", 2 * d.options.workers) - len(d.inflight)
     while room > 0 and d.retries:
         job = d.retries.popleft()
         d.inflight[d.pool.submit(job)] = job
@@ -265,11 +284,16 @@ def _kept(store: Store, run: Run) -> str:
     return f"The {len(store.finished(run))} episodes stored for run {run.name!r} are kept."
 
 
-def _config(options: BenchOptions, suite: Suite) -> dict[str, Any]:
+def _config(options: BenchOptions, suite: Suite, spec: PolicySpec) -> dict[str, Any]:
     import platform
 
-    return {"workers": options.workers, "pool": options.pool, "sampling": suite.sampling,
-            "python": platform.python_version(), "agentgym": _version()}
+    config = {"workers": options.workers, "pool": options.pool, "sampling": suite.sampling,
+              "python": platform.python_version(), "agentgym": _version()}
+    if spec.local_model:
+        import torch
+
+        config.update(batch=options.batch, dtype=options.dtype, threads=torch.get_num_threads())
+    return config
 
 
 def _version() -> str:

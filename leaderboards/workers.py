@@ -52,7 +52,7 @@ class Worker:
     def play(self, job: Job) -> Outcome:
         entry = self.entries[job.entry]
         try:
-            env = self.envs.get(entry.key) or self.envs.setdefault(entry.key, _make(entry))
+            env = self.envs.get(entry.key) or self.envs.setdefault(entry.key, make_entry_env(entry))
             return Outcome(job, record=play_episode(entry, job.episode_index, env, self.policy, self.sampling))
         except InfraFailed as e:
             self._drop(entry.key)  # an env whose infrastructure failed is not trusted with the next episode
@@ -67,7 +67,7 @@ class Worker:
             pass
 
 
-def _make(entry: Entry) -> Any:
+def make_entry_env(entry: Entry) -> Any:
     """The entry's env; a missing package stops the run (retrying cannot install it), other failures are infra."""
     try:
         return make_env(entry)

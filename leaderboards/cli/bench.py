@@ -28,6 +28,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lease-s", type=float, default=60.0,
                         help="seconds an episode stays reserved for this runner without a heartbeat; other runners "
                              "sharing the store redo a crashed runner's episodes after this (same host: at once)")
+    parser.add_argument("--batch", type=int, default=16, metavar="N",
+                        help="local models (hf:, checkpoint:, vllm:): episodes played in lockstep, each turn's replies "
+                             "from one generate (default 16; 1: one episode at a time, on --workers)")
+    parser.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32",
+                        help="local models: weight dtype (default float32; a bfloat16 run is named SPEC@bfloat16 "
+                             "unless --run names it)")
+    parser.add_argument("--threads", type=int, default=None, metavar="N",
+                        help="local models: torch CPU threads (0: every core; default: the cores left idle by other "
+                             "processes, from the load average, at least 1)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
 
 
@@ -44,7 +53,8 @@ def run(args: argparse.Namespace) -> int:
         address = None if args.ray in (None, "local") else args.ray
         options = BenchOptions(workers=args.workers, pool=pool, run_name=args.run, max_attempts=args.max_attempts,
                                api_key_env=args.api_key_env, timeout=args.timeout, progress=not args.quiet,
-                               lease_s=args.lease_s, ray_address=address, ray_cpus=args.ray_cpus)
+                               lease_s=args.lease_s, ray_address=address, ray_cpus=args.ray_cpus, batch=args.batch,
+                               dtype=args.dtype, threads=args.threads)
     except ValueError as e:
         print(f"agentgym bench: error: {e}", file=sys.stderr)
         return 2

