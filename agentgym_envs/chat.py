@@ -66,16 +66,75 @@ def chat_tools(messages: Sequence[Message]) -> list[dict[str, Any]] | None:
 
 
 def list_tools(messages: Sequence[Message], tools: list[dict[str, Any]]) -> list[Message]:
-    """``messages`` with ``tools`` written into the system message as JSON lines after ``Tools:`` (a system
+    """``messages`` with ``tools`` listed once, one compact line each, in the system message (a system
     message holding only them when there is none): the schemas for a chat template that ignores ``tools``.
 
-    >>> list_tools([Message(role="user", content="hi")], [{"name": "go"}])
-    [{'role': 'system', 'content': 'Tools:\\n{"name": "go"}'}, {'role': 'user', 'content': 'hi'}]
+    A system message that already describes every tool (names each one as ``name(``, as Tutoring's prompt
+    does) is left as it is: listing them again would say the same thing twice.
+
+    >>> tool = {"type": "function", "function": {"name": "go", "description": "Move.", "parameters": {
+    ...     "type": "object", "properties": {"to": {"type": "string", "enum": ["n", "s"]}}, "required": ["to"]}}}
+    >>> list_tools([Message(role="user", content="hi")], [tool])[0]["content"]
+    'Tools (call one per turn):\\n- go(to: "n"|"s"): Move.'
+    >>> list_tools([Message(role="system", content="Use go(to) to move."), Message(role="user", content="hi")],
+    ...            [tool])[0]["content"]
+    'Use go(to) to move.'
     """
-    listed = "Tools:\n" + "\n".join(json.dumps(tool, ensure_ascii=False) for tool in tools)
-    if messages and messages[0]["role"] == "system":
-        return [Message(role="system", content=f"{messages[0]['content']}\n\n{listed}"), *messages[1:]]
+    system = messages[0]["content"] if messages and messages[0]["role"] == "system" else None
+    lines = [tool_line(tool) for tool in tools]
+    if system is not None and all(f"{tool_name(tool)}(" in system for tool in tools):
+        return list(messages)
+    listed = "Tools (call one per turn):\n" + "\n".join(lines)
+    if system is not None:
+        return [Message(role="system", content=f"{system}\n\n{listed}" if system else listed), *messages[1:]]
     return [Message(role="system", content=listed), *messages]
+
+
+def tool_name(tool: Mapping[str, Any]) -> str:
+    """The function name of an OpenAI-style tool schema (or of a bare function schema)."""
+    function = tool.get("function", tool) if isinstance(tool, Mapping) else {}
+    return str(function.get("name", "")) if isinstance(function, Mapping) else ""
+
+
+def tool_line(tool: Mapping[str, Any]) -> str:
+    """One tool as ``- name(arg: type, opt?: type): description``; an ``enum`` is written as its values.
+
+    >>> tool_line({"name": "guess", "parameters": {"properties": {"number": {"type": "integer"}}, "required": ["number"]}})
+    '- guess(number: integer)'
+    """
+    function = tool.get("function", tool) if isinstance(tool, Mapping) else {}
+    function = function if isinstance(function, Mapping) else {}
+    parameters = function.get("parameters") if isinstance(function.get("parameters"), Mapping) else {}
+    properties = parameters.get("properties") if isinstance(parameters.get("properties"), Mapping) else {}
+    required = parameters.get("required") if isinstance(parameters.get("required"), list) else []
+    args = []
+    for name, spec in properties.items():
+        spec = spec if isinstance(spec, Mapping) else {}
+        enum = spec.get("enum")
+        kind = "|".join(json.dumps(v, ensure_ascii=False) for v in enum) if isinstance(enum, list) and enum \
+            else str(spec.get("type", "any"))
+        args.append(f"{name}{'' if name in required else '?'}: {kind}")
+    description = str(function.get("description") or "").strip()
+    return f"- {tool_name(tool)}({', '.join(args)})" + (f": {description}" if description else "")
+
+
+#: The system prompt that renders as an *empty* system turn. ``None`` or ``""`` give no system message,
+#: and a template with a default system turn (ChatML's "You are a helpful AI assistant …") then injects
+#: it; an empty system turn keeps that default out. Any whitespace-only prompt means the same (so a config
+#: or a suite can write it: ``env.system_prompt=" "``).
+EMPTY_SYSTEM_TURN = " "
+
+
+def system_messages(system_prompt: str | None) -> list[Message]:
+    """The system message(s) a chat starts with: none for ``None`` or ``""`` (the template's default, if it
+    has one, applies), an empty one for a whitespace-only prompt (:data:`EMPTY_SYSTEM_TURN`), else the prompt.
+
+    >>> system_messages(None), system_messages(""), system_messages(EMPTY_SYSTEM_TURN), system_messages("Be brief.")
+    ([], [], [{'role': 'system', 'content': ''}], [{'role': 'system', 'content': 'Be brief.'}])
+    """
+    if not system_prompt:
+        return []
+    return [Message(role="system", content=system_prompt if system_prompt.strip() else "")]
 
 
 def first_user_content(observation: str, instruction: str | None) -> str:
@@ -101,7 +160,7 @@ def episode_messages(
     """Messages for an episode given as ``(reply, observation)`` turns, keeping the last ``window`` turns.
 
     ``first_observation`` is used as is (see :func:`first_user_content` to prepend an instruction).
-    An empty or ``None`` system prompt gives no system message. With ``tools`` (a tool-calling chat) the
+    The system prompt becomes the system message as :func:`system_messages` says. With ``tools`` (a tool-calling chat) the
     result is a :class:`Chat` carrying them and the observations after replies are ``tool`` messages.
 
     >>> [m["content"] for m in episode_messages("Be brief.", "start", [("a", "1"), ("b", "2")], window=1)]
@@ -112,7 +171,7 @@ def episode_messages(
     kept = turns if window is None or window >= len(turns) else turns[len(turns) - window:]
     omitted = len(turns) - len(kept)
     first = first_observation if omitted == 0 else f"{first_observation}\n\n{omitted_note(omitted)}"
-    messages: list[Message] = [Message(role="system", content=system_prompt)] if system_prompt else []
+    messages = system_messages(system_prompt)
     messages.append(Message(role="user", content=first))
     result_role = "user" if tools is None else "tool"
     for reply, observation in kept:

@@ -101,3 +101,58 @@ def info_system_prompt(env) -> str:
     if not env.protocol.shows_env_format:
         prompt = neutral_text(prompt, reply_format_table(env.unwrapped))
     return f"{prompt}\n\n{env.protocol.instructions(env.unwrapped)}"
+
+
+# ----------------------------------------------------------------------------- issue 32 §2: real-model prompts
+def _render_chatml(messages) -> str:
+    """The repo's Qwen2.5-style ChatML template (a default system turn when the chat has none), rendered."""
+    from pathlib import Path
+
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    source = (Path(__file__).parents[1] / "trainer/models/templates/qwen2.jinja").read_text()
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    env.filters["tojson"] = lambda value, **_: json.dumps(value)
+    return env.from_string(source).render(messages=messages, add_generation_prompt=True)
+
+
+def test_no_system_message_and_an_empty_system_turn_are_both_expressible():
+    from agentgym_envs.chat import EMPTY_SYSTEM_TURN
+
+    history = ChatHistory()
+    history.start("A hall.", {"system_prompt": EMPTY_SYSTEM_TURN})
+    empty_turn = _render_chatml(history.messages())
+    history.start("A hall.", {"system_prompt": None})
+    omitted = _render_chatml(history.messages())
+    assert empty_turn.startswith("<|im_start|>system\n<|im_end|>\n<|im_start|>user\nA hall.")
+    assert omitted.startswith("<|im_start|>system\n") and "<|im_start|>system\n<|im_end|>" not in omitted  # the default
+    assert [m["role"] for m in episode_messages("", "A hall.", [])] == ["user"]  # "" keeps omitting (the quickstart's)
+
+
+def test_tools_the_system_prompt_already_describes_are_not_listed_again():
+    """Tutoring's prompt lists its tools in prose; a template that ignores ``tools`` listed them again as JSON."""
+    from agentgym_envs.chat import list_tools
+
+    env = agentgym_envs.make("agentgym/Tutoring-v0", protocol="tool_calls")
+    obs, info = env.reset(seed=0)
+    history = ChatHistory(tool_calling=True)
+    history.start(obs, info)
+    messages = history.messages()
+    listed = list_tools(messages, messages.tools)
+    assert listed[0] == messages[0] and "Tools (call one per turn)" not in listed[0]["content"]
+    assert listed[0]["content"].count("ask_item(") == 1
+
+
+def test_tools_are_listed_once_one_compact_line_each():
+    from agentgym_envs.chat import list_tools
+
+    env = agentgym_envs.make("agentgym/Search-1Hop-v0", protocol="tool_calls")
+    obs, info = env.reset(seed=0)
+    history = ChatHistory(tool_calling=True)
+    history.start(obs, info)
+    messages = history.messages()
+    system = list_tools(messages, messages.tools)[0]["content"]
+    names = [tool["function"]["name"] for tool in messages.tools]
+    assert system.startswith(info["system_prompt"]) and system.count("Tools (call one per turn)") == 1
+    assert all(system.count(f"- {name}(") == 1 for name in names) and '"parameters"' not in system
+    assert len(system) - len(info["system_prompt"]) < 120 * len(names)
