@@ -8,8 +8,13 @@ is not drawn. Several run directories are overlaid: one colour per run, one line
 
 The reader forgives what a killed run leaves: a truncated or corrupt line (typically the last one) is skipped
 with a note, never an exception; ``null`` (a non-finite number, :class:`trainer.log.JsonlLogger`) is a gap.
-Held-out results measured outside the loop (``agentgym quickstart``'s before / after / control) are read
-from ``held_out.jsonl`` beside ``metrics.jsonl`` (:func:`write_held_out`). The page embeds the PNGs as
+Held-out results measured outside the loop (``agentgym quickstart``'s before / after / control) are
+``"phase": "held_out"`` records of ``metrics.jsonl`` itself (:func:`write_held_out`; a ``held_out.jsonl``
+beside it, where older quickstarts kept them, is read too).
+
+An update of several gradient steps (``optim.epochs`` × ``optim.minibatches``) logs the first step's
+``approx_kl_old`` and ``clip_fraction`` (≡ 0 by construction: the policy still is the sampler) and the last
+step's as ``<key>_last``; the KL and clip panels plot the last where a run logged it. The page embeds the PNGs as
 ``data:`` URIs, so it can be mailed or attached as one file; PNGs carry no timestamps or version metadata,
 so the same logs give byte-identical files.
 """
@@ -61,6 +66,11 @@ PANELS: tuple[Panel, ...] = (
     Panel("loss", "Loss", "loss", ("loss", "pg_loss")),
 )
 
+#: Keys measured at each gradient step of an update: a run that logged ``<key>_last`` (several steps) is
+#: plotted by it, since the first step's value is ≡ 0 by construction (the policy is still the sampler).
+LAST_OF_STEPS = {"approx_kl_old": "approx_kl_old_last", "clip_fraction": "clip_fraction_last"}
+HELD_OUT_PHASE = "held_out"
+
 #: Why a key can be missing: the config that makes the trainer log it.
 KEY_HINTS = {
     "eval_success": "logged every eval.every updates (eval.every > 0)",
@@ -95,6 +105,11 @@ class RunMetrics:
 
     def has(self, key: str) -> bool:
         return any(_finite(r.get(key)) for r in self.records)
+
+    def plotted(self, key: str) -> str:
+        """The key drawn for ``key``: its last-gradient-step value where the run logged one (:data:`LAST_OF_STEPS`)."""
+        last = LAST_OF_STEPS.get(key)
+        return last if last is not None and self.has(last) else key
 
 
 def _finite(value: Any) -> bool:
@@ -134,22 +149,28 @@ def read_run(run_dir: str | Path, label: str | None = None) -> RunMetrics:
                              "file: pass a run directory (the config's out_dir)")
     raw, notes = parse_jsonl(metrics.read_text(errors="replace"), metrics.name)
     updates = [r for r in raw if "phase" not in r and _finite(r.get("step"))]
-    skipped = len(raw) - len(updates)
+    held = [r for r in raw if r.get("phase") == HELD_OUT_PHASE]
+    skipped = len(raw) - len(updates) - len(held)
     if skipped:
         notes.append(f"{skipped} record(s) without a step or from a warm-up phase: not plotted")
-    held_path = metrics.parent / HELD_OUT_FILE
-    held, held_notes = parse_jsonl(held_path.read_text(errors="replace"), HELD_OUT_FILE) if held_path.is_file() else ([], [])
+    held_path = metrics.parent / HELD_OUT_FILE  # where quickstarts before held-out records kept them
+    if not held and held_path.is_file():
+        held, held_notes = parse_jsonl(held_path.read_text(errors="replace"), HELD_OUT_FILE)
+        notes += held_notes
     held = [h for h in held if _finite(h.get("step")) and _finite(h.get("eval_success"))]
-    return RunMetrics(label or metrics.parent.name or str(metrics.parent), metrics.parent, updates, held, notes + held_notes)
+    return RunMetrics(label or metrics.parent.name or str(metrics.parent), metrics.parent, updates, held, notes)
 
 
 def write_held_out(run_dir: str | Path, results: list[tuple[str, int, dict[str, Any]]]) -> Path:
-    """Record held-out evaluations made outside the loop, ``(label, step, Trainer.evaluate() dict)`` each, in
-    ``<run_dir>/held_out.jsonl`` (replaced, so a re-run does not pile up rows); the dashboard draws them."""
+    """Append held-out evaluations made outside the loop, ``(label, step, Trainer.evaluate() dict)`` each, to
+    ``<run_dir>/metrics.jsonl`` as ``"phase": "held_out"`` records, so the run's one log holds every figure it
+    reports; the dashboard draws them as points with their intervals."""
     keys = ("eval_success", "eval_success_ci95", "eval_episodes")
-    rows = [{"label": label, "step": step, **{k: result[k] for k in keys if k in result}} for label, step, result in results]
-    path = Path(run_dir) / HELD_OUT_FILE
-    path.write_text("".join(json.dumps(row, sort_keys=True) + "\n" for row in rows))
+    rows = [{"phase": HELD_OUT_PHASE, "label": label, "step": step, **{k: result[k] for k in keys if k in result}}
+            for label, step, result in results]
+    path = Path(run_dir) / METRICS_FILE
+    with path.open("a") as f:
+        f.write("".join(json.dumps(row, sort_keys=True) + "\n" for row in rows))
     return path
 
 
@@ -202,8 +223,10 @@ def _draw_held_out(ax: Any, run: RunMetrics, color: str, prefix: str) -> None:
 
 
 def draw_panel(panel: Panel, runs: list[RunMetrics], path: Path) -> list[str]:
-    """Draw ``panel`` for ``runs`` into ``path``; return the keys drawn (nothing is written when none is)."""
+    """Draw ``panel`` for ``runs`` into ``path``; return the keys drawn (nothing is written when none is): a
+    key of :data:`LAST_OF_STEPS` is drawn as its ``_last`` where a run logged that."""
     keys = [k for k in panel.keys if any(run.has(k) for run in runs)]
+    drawn = list(dict.fromkeys(run.plotted(k) for k in keys for run in runs if run.has(k)))
     held = panel.name == "success" and any(run.held_out for run in runs)
     if not keys and not held:
         return []
@@ -215,7 +238,9 @@ def draw_panel(panel: Panel, runs: list[RunMetrics], path: Path) -> list[str]:
             for k, key in enumerate(keys):
                 if run.has(key):
                     color, style = (f"C{r}", _STYLES[k % 4]) if many else (f"C{k}", "-")
-                    _draw_key(ax, run, key, color, style, f"{run.label}: {key}" if many else key)
+                    source = run.plotted(key)
+                    name = f"{key} (last gradient step)" if source != key else key
+                    _draw_key(ax, run, source, color, style, f"{run.label}: {name}" if many else name)
             if panel.name == "success" and run.held_out:
                 _draw_held_out(ax, run, f"C{r}", f"{run.label}: " if many else "")
         ax.set(title=panel.title, xlabel="update (step)", ylabel=panel.ylabel)
@@ -228,7 +253,7 @@ def draw_panel(panel: Panel, runs: list[RunMetrics], path: Path) -> list[str]:
         fig.savefig(path, format="png", metadata=_PNG_METADATA)
     finally:
         plt.close(fig)
-    return keys + (["held-out"] if held else [])
+    return drawn + (["held-out"] if held else [])
 
 
 @dataclass

@@ -5,6 +5,7 @@ Each figure is a real PNG, the page embeds exactly those bytes (no external reso
 """
 
 import base64
+import json
 import re
 import shutil
 
@@ -116,6 +117,9 @@ def test_a_quickstart_run_plots_with_its_held_out_results(quickstart_run, capsys
     run = read_run(quickstart_run)
     assert [h["label"] for h in run.held_out] == ["warm-up (BC)", "BC + RL", "BC-only control"]
     assert [h["step"] for h in run.held_out] == [0, 2, 2] and all("eval_success_ci95" in h for h in run.held_out)
+    logged = [json.loads(line) for line in (quickstart_run / "metrics.jsonl").read_text().splitlines()]
+    assert [r["label"] for r in logged if r.get("phase") == "held_out"] == [h["label"] for h in run.held_out]
+    assert not (quickstart_run / "held_out.jsonl").exists()  # one home: the run's own log
     assert main(["plot", str(quickstart_run)]) == 0
     out = capsys.readouterr().out
     assert re.search(r"success: \S+success\.png \(success, held-out\)", out), out
@@ -148,3 +152,63 @@ def test_a_resume_drops_the_line_a_kill_cut_short_instead_of_failing_on_it(train
     assert log.read_text() == lines[0] + "\n" + lines[1] + "\n"
     JsonlLogger(log, resume_step=1).log({"step": 2, "reward": 0.5})
     assert [r["step"] for r in parse_jsonl(log.read_text(), "m")[0]] == [1, 2]
+
+
+def _synthetic_run(path, records):
+    path.mkdir(parents=True)
+    (path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def test_kl_and_clip_panels_plot_the_last_gradient_step_not_the_first(tmp_path):
+    """An update of 4 gradient steps logs the first step's approx_kl_old / clip_fraction (0: the policy is still the
+    sampler) and the last step's as *_last: the panels draw the last, which moves."""
+    records = [{"step": s, "reward": 0.1 * s, "approx_kl_old": 0.0, "approx_kl_old_last": 0.002 * s * s,
+                "clip_fraction": 0.0, "clip_fraction_last": 0.05 * (s % 4), "gradient_steps": 4.0} for s in range(1, 9)]
+    run = read_run(_synthetic_run(tmp_path / "run", records))
+    kl = next(p for p in PANELS if p.name == "kl")
+    clip = next(p for p in PANELS if p.name == "clip_fraction")
+    assert draw_panel(kl, [run], tmp_path / "kl.png") == ["approx_kl_old_last"]
+    assert draw_panel(clip, [run], tmp_path / "clip.png") == ["clip_fraction_last"]
+    single = read_run(_synthetic_run(tmp_path / "one-step", [{k: v for k, v in r.items() if not k.endswith("_last")}
+                                                             for r in records]))
+    assert draw_panel(kl, [single], tmp_path / "kl1.png") == ["approx_kl_old"]  # one step: its only value
+    assert draw_panel(kl, [run, single], tmp_path / "both.png") == ["approx_kl_old_last", "approx_kl_old"]
+
+
+def test_held_out_records_in_metrics_are_points_and_an_older_held_out_file_still_reads(tmp_path):
+    from trainer.dashboard import write_held_out
+
+    run_dir = _synthetic_run(tmp_path / "run", [{"step": 1, "success": 0.5}, {"step": 0, "phase": "bc", "loss": 1.0}])
+    result = {"eval_success": 0.75, "eval_success_ci95": 0.1, "eval_episodes": 16}
+    assert write_held_out(run_dir, [("before", 0, result), ("after", 1, result)]) == run_dir / "metrics.jsonl"
+    run = read_run(run_dir)
+    assert [(h["label"], h["step"]) for h in run.held_out] == [("before", 0), ("after", 1)]
+    assert [r["step"] for r in run.records] == [1]
+    assert run.notes == ["1 record(s) without a step or from a warm-up phase: not plotted"]
+    old = _synthetic_run(tmp_path / "old", [{"step": 1, "success": 0.5}])
+    (old / "held_out.jsonl").write_text(json.dumps({"label": "x", "step": 1, "eval_success": 0.5}) + "\n")
+    assert [h["label"] for h in read_run(old).held_out] == ["x"]
+
+
+def test_the_quickstart_curve_has_a_title_a_caption_and_the_control_on_its_own_position():
+    from trainer.cli.quickstart import learning_curve_figure
+    from trainer.dashboard import _pyplot
+
+    plt = _pyplot()
+    records = [{"step": s, "success": 0.1 * (s % 10)} for s in range(1, 31)]
+    def held(p):
+        return {"sampled": {"eval_success": p, "eval_success_ci95": 0.05, "eval_episodes": 64}}
+    caption = {"env": "agentgym/Maze-Easy-v0", "seed": 7, "temperature": 1.0, "episodes": 64, "estimator": "grpo"}
+    fig = learning_curve_figure(plt, records, held(0.2), held(0.6), held(0.4), caption)
+    try:
+        curve, side = fig.axes
+        assert "agentgym/Maze-Easy-v0" in fig._suptitle.get_text()
+        text = " ".join(t.get_text() for t in fig.texts)
+        assert "seed 7" in text and "T=1" in text and "64 episodes" in text
+        assert [t.get_text() for t in side.get_xticklabels()] == ["warm-up\n(BC)", "BC + RL", "BC-only\ncontrol"]
+        xs = [x for line in curve.get_lines() for x in line.get_xdata()]
+        assert max(xs) == 30  # nothing placed past the last update ("update 31" was the control)
+        assert "BC-only control" not in " ".join(t.get_text() for t in curve.get_legend().get_texts())
+    finally:
+        plt.close(fig)

@@ -1,6 +1,6 @@
 """``agentgym plot RUN_DIR [RUN_DIR …] [--out DIR]``: a run's training curves as PNGs and one HTML page.
 
-Reads each run directory's ``metrics.jsonl`` (and ``held_out.jsonl`` when the quickstart wrote one) and
+Reads each run directory's ``metrics.jsonl`` (its update records and the quickstart's held-out ones) and
 writes one PNG per panel plus ``index.html`` with the PNGs embedded (:mod:`trainer.dashboard`). Several run
 directories are overlaid on the same axes. Keys a run did not log are listed as notes, never an error;
 a truncated last line (a killed run) is skipped. Exit status 2 when a directory has no ``metrics.jsonl``

@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
         trainer.close()
     write_held_out(out_dir, [("warm-up (BC)", 0, before["sampled"]), ("BC + RL", config.steps, after["sampled"]),
                              ("BC-only control", config.steps, control["sampled"])])  # drawn by `agentgym plot`
-    png = plot_learning_curve(Path(out_dir) / "learning_curve.png", records, before, after, control)
+    png = plot_learning_curve(Path(out_dir) / "learning_curve.png", records, before, after, control, caption_of(config))
     say(f"learning curve: {png}" if png else "learning curve: matplotlib is not installed, no PNG written")
     print(f"held-out success: before={_ci(before['sampled'])} after={_ci(after['sampled'])} "
           f"bc_control={_ci(control['sampled'])} (T={config.rollout.temperature:g}, "
@@ -111,9 +111,20 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def plot_learning_curve(path: Path, records: list[dict[str, Any]], before: dict, after: dict, control: dict) -> Path | None:
-    """Train-batch success per update (and its 5-update mean) with the three held-out results as points with
-    their 95% intervals; ``None`` when matplotlib is missing (``pip install agentgym[plot]``)."""
+def caption_of(config: TrainConfig) -> dict[str, Any]:
+    """What the learning curve's title and caption name: the env, the seed, the held-out temperature and size."""
+    ev = config.eval
+    return {"env": config.env.env_id, "seed": config.seed, "temperature": config.rollout.temperature,
+            "episodes": ev.repeats * ev.num_tasks, "estimator": config.algorithm.estimator}
+
+
+def plot_learning_curve(path: Path, records: list[dict[str, Any]], before: dict, after: dict, control: dict,
+                        caption: dict[str, Any] | None = None) -> Path | None:
+    """Two panels sharing the success axis: left, train-batch success per RL update (and its 5-update mean)
+    with the held-out warm-up (update 0) and BC + RL (last update); right, the three held-out results side by
+    side at labelled positions (the BC-only control is not an RL update, so it gets its own place). A title
+    and a caption name the env, seed, temperature and episodes (:func:`caption_of`). ``None`` when matplotlib
+    is missing (``pip install agentgym[plot]``)."""
     try:
         import matplotlib
 
@@ -121,25 +132,40 @@ def plot_learning_curve(path: Path, records: list[dict[str, Any]], before: dict,
         import matplotlib.pyplot as plt
     except ImportError:
         return None
-    steps = [r["step"] for r in records]
-    success = [r.get("success", 0.0) for r in records]
-    smooth = [sum(success[max(0, i - 4):i + 1]) / len(success[max(0, i - 4):i + 1]) for i in range(len(success))]
-    fig, ax = plt.subplots(figsize=(7, 4))
-    ax.plot(steps, success, color="0.75", label="train batch success (sampled)")
-    ax.plot(steps, smooth, color="C0", label="train batch success, 5-update mean")
-    last = steps[-1] if steps else 1
-    for x, result, label, color in ((0, before, "held-out: warm-up (BC)", "C1"), (last, after, "held-out: BC + RL", "C2"),
-                                    (last * 1.03, control, "held-out: BC-only control, same time", "C3")):
-        sampled = result["sampled"]
-        ax.errorbar([x], [sampled["eval_success"]], yerr=[sampled["eval_success_ci95"]], fmt="o", capsize=4, color=color, label=label)
-    ax.set_xlabel("RL update")
-    ax.set_ylabel("success rate")
-    ax.set_ylim(0, 1)
-    ax.legend(loc="upper left", fontsize=8)
-    fig.tight_layout()
+    fig = learning_curve_figure(plt, records, before, after, control, caption)
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
+
+
+def learning_curve_figure(plt: Any, records: list[dict[str, Any]], before: dict, after: dict, control: dict,
+                          caption: dict[str, Any] | None = None) -> Any:
+    """The figure :func:`plot_learning_curve` saves (a matplotlib ``Figure``; close it when done)."""
+    c = {"env": "?", "seed": "?", "temperature": float("nan"), "episodes": "?", "estimator": "RL", **(caption or {})}
+    steps = [r["step"] for r in records]
+    success = [r.get("success", 0.0) for r in records]
+    smooth = [sum(success[max(0, i - 4):i + 1]) / len(success[max(0, i - 4):i + 1]) for i in range(len(success))]
+    fig, (ax, held) = plt.subplots(1, 2, figsize=(9, 4.6), sharey=True, gridspec_kw={"width_ratios": [3, 1.4]})
+    ax.plot(steps, success, color="0.75", label="train batch success (sampled)")
+    ax.plot(steps, smooth, color="C0", label="train batch success, 5-update mean")
+    results = (("warm-up\n(BC)", before, "C1", 0), ("BC + RL", after, "C2", steps[-1] if steps else 1),
+               ("BC-only\ncontrol", control, "C3", None))
+    for x, (label, result, color, update) in enumerate(results):
+        sampled = result["sampled"]
+        point = dict(yerr=[sampled["eval_success_ci95"]], fmt="o", capsize=4, color=color)
+        held.errorbar([x], [sampled["eval_success"]], **point)
+        if update is not None:  # the control is no RL update: it is drawn only on the right
+            ax.errorbar([update], [sampled["eval_success"]], label="held-out: " + label.replace("\n", " "), **point)
+    ax.set(xlabel="RL update", ylabel="success rate", ylim=(0, 1))
+    ax.legend(loc="upper left", fontsize=8)
+    held.set(xticks=range(len(results)), xlim=(-0.6, len(results) - 0.4), title="held-out, ±95%")
+    held.set_xticklabels([label for label, *_ in results], fontsize=8)
+    held.grid(axis="y", alpha=0.3)
+    fig.suptitle(f"Quickstart on {c['env']}: behaviour cloning, then {c['estimator']}")
+    fig.text(0.5, 0.01, f"seed {c['seed']}; held-out success sampled at T={c['temperature']:g}, {c['episodes']} episodes "
+             "each (95% intervals); the BC-only control clones for as long as RL trained", ha="center", fontsize=8)
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    return fig
 
 
 def _ci(result: dict[str, float]) -> str:
