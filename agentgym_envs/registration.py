@@ -17,6 +17,7 @@ from typing import Any, Callable
 import gymnasium
 
 from .core.errors import UnknownEnvError
+from .extras import MissingExtra, missing_modules
 
 ID_PATTERN = re.compile(r"^agentgym/[A-Z][A-Za-z0-9]*(-[A-Z0-9][A-Za-z0-9]*)*-v\d+$")
 
@@ -29,6 +30,12 @@ class CatalogueEntry:
     entry_point: str
     multi_agent: bool = False
     kwargs: dict[str, Any] = field(default_factory=dict)
+    #: the optional extra the env needs beyond the base install (``pip install 'agentgym[<extra>]'``), if any
+    extra: str | None = None
+
+    def missing(self) -> list[str]:
+        """The modules of :attr:`extra` not installed here (empty when the env can be made)."""
+        return missing_modules(self.extra) if self.extra else []
 
 
 _CATALOGUE: dict[str, CatalogueEntry] = {}
@@ -42,17 +49,35 @@ def register_env(
     description: str,
     max_episode_steps: int | None = None,
     kwargs: dict[str, Any] | None = None,
+    extra: str | None = None,
 ) -> None:
-    """Register a single-agent text env under ``agentgym/<Family>[-<Variant>]-v<N>``."""
+    """Register a single-agent text env under ``agentgym/<Family>[-<Variant>]-v<N>``.
+
+    ``extra`` names the optional extra the env needs (:data:`agentgym_envs.extras.EXTRA_MODULES`). Where it is
+    not installed, the id stays listed but ``gymnasium.make`` raises :class:`~agentgym_envs.extras.MissingExtra`
+    (one line naming the extra) before importing anything of the env."""
     _check_id(id)
-    gymnasium.register(id=id, entry_point=entry_point, max_episode_steps=max_episode_steps, kwargs=kwargs or {})
-    _CATALOGUE[id] = CatalogueEntry(id, family, description, entry_point, False, dict(kwargs or {}))
+    entry = CatalogueEntry(id, family, description, entry_point, False, dict(kwargs or {}), extra)
+    creator: str | Callable[..., Any] = _NeedsExtra(id, extra, entry.missing()) if entry.missing() else entry_point
+    gymnasium.register(id=id, entry_point=creator, max_episode_steps=max_episode_steps, kwargs=kwargs or {})
+    _CATALOGUE[id] = entry
 
 
-def register_multi(id: str, entry_point: str, *, family: str, description: str, kwargs: dict[str, Any] | None = None) -> None:
+def register_multi(id: str, entry_point: str, *, family: str, description: str, kwargs: dict[str, Any] | None = None,
+                   extra: str | None = None) -> None:
     """Record a multi-agent (PettingZoo) env; create it with :func:`make_multi`."""
     _check_id(id)
-    _CATALOGUE[id] = CatalogueEntry(id, family, description, entry_point, True, dict(kwargs or {}))
+    _CATALOGUE[id] = CatalogueEntry(id, family, description, entry_point, True, dict(kwargs or {}), extra)
+
+
+class _NeedsExtra:
+    """The entry point of an id whose extra is missing: making it says which extra to install."""
+
+    def __init__(self, id: str, extra: str, missing: list[str]):
+        self.id, self.extra, self.missing = id, extra, missing
+
+    def __call__(self, **kwargs: Any) -> Any:
+        raise MissingExtra(self.id, self.extra, self.missing)
 
 
 def catalogue() -> list[CatalogueEntry]:
@@ -70,7 +95,8 @@ def multi_ids() -> list[str]:
     return [e.id for e in catalogue() if e.multi_agent]
 
 
-def make(id: str, *, protocol: Any = None, max_turns: int | None = None, **kwargs: Any) -> gymnasium.Env:
+def make(id: str, *, protocol: Any = None, max_turns: int | None = None, system_prompt: str | None = None,
+         **kwargs: Any) -> gymnasium.Env:
     """The one constructor of envs for play: ``gymnasium.make`` with a did-you-mean error, behind an action
     protocol when asked. The trainer's ``PlaySpec.make`` and the leaderboards' ``make_env`` call it.
 
@@ -78,7 +104,10 @@ def make(id: str, *, protocol: Any = None, max_turns: int | None = None, **kwarg
     the env is wrapped in :class:`~agentgym_envs.protocols.ActionProtocolWrapper`, which parses raw model
     replies and reports the native action it passed on as ``info["native_action"]``. ``max_turns`` caps the
     replies per episode, parsed or not (the wrapper truncates at the cap; default: the id's registered
-    ``max_episode_steps``); it needs a protocol, since the wrapper counts the turns. Every other keyword
+    ``max_episode_steps``); it needs a protocol, since the wrapper counts the turns. ``system_prompt`` replaces
+    the env's prompt before the protocol's format instructions (``""``: no system message; whitespace only:
+    an empty system turn, which keeps a chat template's default system turn out); it needs a protocol too.
+    Every other keyword
     goes to ``gymnasium.make`` (``split=``, ``max_episode_steps=`` …).
 
     >>> env = make("agentgym/Maze-Easy-v0", protocol="tags", max_turns=3)
@@ -90,11 +119,13 @@ def make(id: str, *, protocol: Any = None, max_turns: int | None = None, **kwarg
     if max_turns is not None and protocol is None:
         raise ValueError(f"max_turns={max_turns} is counted by the protocol wrapper: expected protocol= as well "
                          "(e.g. protocol='plain'), got protocol=None")
+    if system_prompt is not None and protocol is None:
+        raise ValueError("system_prompt= is set by the protocol wrapper: expected protocol= as well (e.g. protocol='plain')")
     env = gymnasium.make(id, **kwargs)
     if protocol is not None:
         from .protocols import ActionProtocolWrapper
 
-        env = ActionProtocolWrapper(env, protocol, max_turns=max_turns)
+        env = ActionProtocolWrapper(env, protocol, max_turns=max_turns, system_prompt=system_prompt)
     return env
 
 
@@ -103,6 +134,8 @@ def make_multi(id: str, **kwargs: Any) -> Any:
     entry = _CATALOGUE.get(id)
     if entry is None or not entry.multi_agent:
         raise UnknownEnvError(unknown_id_message(id, multi_ids()))
+    if entry.missing():
+        raise MissingExtra(id, entry.extra or "", entry.missing())
     return load_entry_point(entry.entry_point)(**{**entry.kwargs, **kwargs})
 
 

@@ -45,7 +45,7 @@ def make_env(entry: Entry) -> ActionProtocolWrapper:
     import agentgym_envs  # (registers the ids, also in worker processes)
 
     return agentgym_envs.make(entry.env_id, protocol=entry.protocol, max_turns=entry.max_steps,
-                              max_episode_steps=entry.max_steps, **entry.kwargs)
+                              max_episode_steps=entry.max_steps, system_prompt=entry.system_prompt, **entry.kwargs)
 
 
 def start_of(env: ActionProtocolWrapper, observation: str, info: dict[str, Any]) -> Start:

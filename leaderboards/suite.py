@@ -41,13 +41,14 @@ from agentgym_envs.seeding import episode_seed
 from .errors import SuiteError
 
 SUITES_DIR = Path(__file__).parent / "suites"
-ENTRY_KEYS = ("env", "split", "kwargs", "tasks", "repeats", "seed", "max_steps", "protocol", "window", "core")
+ENTRY_KEYS = ("env", "split", "kwargs", "tasks", "repeats", "seed", "max_steps", "protocol", "window", "core",
+              "system_prompt")
 SUITE_KEYS = ("name", "version", "description", "family", "defaults", "sampling", "entries", "families", "override")
 SAMPLING_KEYS = ("temperature", "top_p", "max_new_tokens")
 #: Values an entry gets when neither it nor its suite says otherwise.
 #: ``max_steps: None`` means the env's registered ``max_episode_steps`` (or :data:`FALLBACK_MAX_STEPS`).
 BUILTIN_DEFAULTS: dict[str, Any] = {"tasks": 5, "repeats": 1, "seed": 0, "max_steps": None, "protocol": "react",
-                                    "window": None, "kwargs": {}}
+                                    "window": None, "kwargs": {}, "system_prompt": None}
 FALLBACK_MAX_STEPS = 50
 BUILTIN_SAMPLING: dict[str, Any] = {"temperature": 0.0, "top_p": 1.0, "max_new_tokens": 256}
 
@@ -65,6 +66,8 @@ class Entry:
     max_steps: int = 30
     protocol: str = "react"
     window: int | None = None
+    #: Replaces the env's system prompt (``None``: the env's; ``""``: none; ``" "``: an empty system turn).
+    system_prompt: str | None = None
 
     @property
     def key(self) -> str:
@@ -208,9 +211,11 @@ def _entry(item: Any, defaults: dict[str, Any], family: str | None, where: str) 
     if values["window"] is not None:
         _positive(values["window"], "window", f"{where}: {env_id}")
     _check_protocol(values["protocol"], f"{where}: {env_id}")
+    if values["system_prompt"] is not None and not isinstance(values["system_prompt"], str):
+        raise SuiteError(f"{where}: {env_id}: system_prompt must be a string, got {values['system_prompt']!r}")
     return Entry(env_id=env_id, family=values.get("family") or _family_of(env_id, family), kwargs=kwargs,
                  tasks=values["tasks"], repeats=values["repeats"], seed=values["seed"], max_steps=values["max_steps"],
-                 protocol=values["protocol"], window=values["window"])
+                 protocol=values["protocol"], window=values["window"], system_prompt=values["system_prompt"])
 
 
 def _check_env(env_id: Any, where: str) -> str:

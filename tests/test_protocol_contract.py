@@ -110,3 +110,38 @@ def test_a_penalty_never_takes_the_return_below_the_bound():
     assert (reward, terminated, info["action_valid"]) == (-1.0, True, False)
     assert "ends this episode" in obs
     assert env.step("Action: 5")[0].startswith("The episode is over")
+
+
+def test_a_suite_or_caller_sets_the_system_prompt():
+    from agentgym_envs.chat import EMPTY_SYSTEM_TURN, ChatHistory
+
+    react = get_protocol("react")
+    env = agentgym_envs.make("agentgym/Maze-Easy-v0", protocol="react", system_prompt="Be brief.")
+    obs, info = env.reset(seed=0)
+    assert info["system_prompt"] == f"Be brief.\n\n{react.instructions(env.unwrapped)}"
+    for given, roles in (("", ["user"]), (EMPTY_SYSTEM_TURN, ["system", "user"])):
+        env = agentgym_envs.make("agentgym/Maze-Easy-v0", protocol="react", system_prompt=given)
+        obs, info = env.reset(seed=0)
+        history = ChatHistory()
+        history.start(obs, info)
+        assert [m["role"] for m in history.messages()] == roles and obs.endswith(react.reminder(env.unwrapped))
+        assert all(not m["content"].strip() for m in history.messages() if m["role"] == "system")
+    with pytest.raises(ValueError, match="expected protocol="):
+        agentgym_envs.make("agentgym/Maze-Easy-v0", system_prompt="x")
+
+
+def test_a_suite_entry_sets_the_system_prompt(tmp_path):
+    from leaderboards.episode import make_env
+    from leaderboards.suite import SuiteError, load_suite
+
+    path = tmp_path / "s.yaml"
+    path.write_text("name: s\nversion: 1\ndefaults: {system_prompt: ' '}\n"
+                    "entries:\n- {env: agentgym/Maze-Easy-v0, protocol: tags}\n"
+                    "- {env: agentgym/Maze-v0, protocol: tags, system_prompt: Find the exit.}\n")
+    first, second = load_suite(path).entries
+    assert (first.system_prompt, second.system_prompt) == (" ", "Find the exit.")
+    assert make_env(first).reset(seed=0)[1]["system_prompt"] == " "
+    assert make_env(second).reset(seed=0)[1]["system_prompt"].startswith("Find the exit.\n\n")
+    path.write_text("name: s\nversion: 1\nentries:\n- {env: agentgym/Maze-v0, system_prompt: 3}\n")
+    with pytest.raises(SuiteError, match="system_prompt must be a string"):
+        load_suite(path)

@@ -19,7 +19,8 @@ instructions end the system prompt and its one-line reminder ends the first obse
 
 Keys the wrapper adds to the inner env's info:
 
-* ``system_prompt`` (reset): the env's prompt followed by the protocol's format instructions; ``tools``
+* ``system_prompt`` (reset): the env's prompt (or the ``system_prompt`` given to the wrapper) followed by the
+  protocol's format instructions; ``tools``
   (reset) for tool-call protocols.
 * ``native_action`` (every step, ``str | None``): the native action the inner env received for this reply,
   or ``None`` when the reply did not reach it (unparseable, over-long, or sent after the episode ended).
@@ -61,8 +62,14 @@ class ActionProtocolWrapper(gymnasium.Wrapper[str, str, str, str]):
     #: Longest reply that is parsed; longer ones are rejected unread (bounds the work per turn).
     max_reply_chars: ClassVar[int] = 1 << 20
 
-    def __init__(self, env: gymnasium.Env, protocol: str | ActionProtocol = "plain", *, max_turns: int | None = None):
+    def __init__(self, env: gymnasium.Env, protocol: str | ActionProtocol = "plain", *, max_turns: int | None = None,
+                 system_prompt: str | None = None):
         super().__init__(env)
+        if system_prompt is not None and not isinstance(system_prompt, str):
+            raise TypeError(f"system_prompt must be a str or None, got {type(system_prompt).__name__}")
+        #: Replaces the env's prompt (the protocol's format instructions still follow it); ``""`` gives no
+        #: system message and a whitespace-only one an empty system turn (:func:`agentgym_envs.chat.system_messages`).
+        self.system_prompt = system_prompt
         self.protocol = get_protocol(protocol)
         self._base = env.unwrapped
         spec = env.spec
@@ -88,7 +95,11 @@ class ActionProtocolWrapper(gymnasium.Wrapper[str, str, str, str]):
         observation, info = self.env.reset(seed=seed, options=options)
         self._turns, self._over, self._return = 0, False, 0.0
         self._format = self.protocol.instructions(self._base)
+        if self.system_prompt is not None:
+            info["system_prompt"] = self.system_prompt
         observation, info = first_prompt(self.protocol, self._base, observation, info)
+        if self.system_prompt is not None and not self.system_prompt.strip():
+            info["system_prompt"] = self.system_prompt  # no system message / an empty turn: the reminder says the format
         tools = self.protocol.tools(self._base)
         if tools is not None:
             info["tools"] = tools
