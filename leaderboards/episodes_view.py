@@ -180,10 +180,13 @@ class StartReplayer:
 
 
 class StartReader:
-    """Starts of stored episodes: the one the store keeps, else an allowed replay (close it when done)."""
+    """Starts of stored episodes: the one the store keeps, else an allowed replay (close it when done).
 
-    def __init__(self) -> None:
-        self._replayer = StartReplayer()
+    ``replay=False`` reads only what the store keeps (no env is built: cheap enough to do by default); an
+    episode whose start is not stored is then :class:`StartUnavailable` with the way to replay it."""
+
+    def __init__(self, replay: bool = True) -> None:
+        self._replayer = StartReplayer() if replay else None
 
     def start(self, db: sqlite3.Connection, episode_id: int, entry: Entry | None, episode_index: int,
               refusal: str | None) -> Start:
@@ -195,9 +198,11 @@ class StartReader:
         if stored is not None:
             return stored
         reason = unavailable_reason(entry, refusal)
+        if reason is None and self._replayer is None:
+            reason = NOT_REPLAYED
         if reason is not None:
             raise StartUnavailable(reason)
-        assert entry is not None
+        assert entry is not None and self._replayer is not None
         try:
             return self._replayer.start(entry, episode_index)
         except Exception as e:  # any env failure: the caller reports it instead of failing
@@ -205,7 +210,12 @@ class StartReader:
                                    f"({type(e).__name__}: {str(e)[:500]})") from None
 
     def close(self) -> None:
-        self._replayer.close()
+        if self._replayer is not None:
+            self._replayer.close()
+
+
+NOT_REPLAYED = ("the store keeps no start for this episode (written before starts were kept); write the page with "
+                "`agentgym view --out FILE --starts` to replay it from its seed")
 
 
 def unavailable_reason(entry: Entry | None, refusal: str | None) -> str | None:

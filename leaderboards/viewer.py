@@ -18,10 +18,10 @@ Each text field is cut at ``max_chars`` characters (the page says where and how 
 store keeps the whole text. The store's ``steps`` table records, per turn, the raw reply, the native action
 (a tool call for tool envs, shown as one), the observation that followed, reward, validity, parse error and
 the turn's flags and timings, and each episode's start (system prompt, first observation, tools) in its
-``starts`` table; the env's full ``info`` dict is not stored. The start is shown when asked (``starts=True``;
-the served page always shows it, per opened episode). A store written before starts were kept has none: then
-the start is replayed from its seed, only for entries :mod:`leaderboards.replay` allows (a store is untrusted
-data), and the page says why a start was not replayed.
+``starts`` table; the env's full ``info`` dict is not stored. A stored start is always shown. A store written
+before starts were kept has none: then, when asked (``starts=True``; the served page always asks, per opened
+episode), the start is replayed from its seed, only for entries :mod:`leaderboards.replay` allows (a store is
+untrusted data), and the page says why a start was not replayed.
 """
 
 from __future__ import annotations
@@ -113,8 +113,20 @@ def run_keys(index: EpisodeIndex) -> dict[tuple[str, int], str]:
     return {(r["store"], r["id"]): r["key"] for r in index.runs}
 
 
+def outcome_of(row: sqlite3.Row | dict[str, Any]) -> str:
+    """``won``, ``truncated``, ``draw`` (a game that ended level: a self-play env's score 0, neither side
+    won) or ``lost``. A draw is not a loss: the page shows it in its own colour."""
+    if row["won"]:
+        return "won"
+    if row["truncated"]:
+        return "truncated"
+    if row["terminated"] and row["score"] == 0 and is_game_env(row["env_id"]):
+        return "draw"
+    return "lost"
+
+
 def _episode_row(run_number: int, row: sqlite3.Row) -> list[Any]:
-    outcome = "won" if row["won"] else ("truncated" if row["truncated"] else "lost")
+    outcome = outcome_of(row)
     tokens = (row["prompt_tokens"] + row["completion_tokens"]
               if row["prompt_tokens"] is not None and row["completion_tokens"] is not None else None)
     values = {"run": run_number, "outcome": outcome, "tokens": tokens, **{k: row[k] for k in row.keys()}}
@@ -158,21 +170,38 @@ def step_payload(row: sqlite3.Row | dict[str, Any], max_chars: int, *, tools: bo
 
 
 @functools.lru_cache(maxsize=None)
-def is_tool_env(env_id: str) -> bool:
-    """Whether ``env_id`` is registered as a :class:`~agentgym_envs.core.ToolEnv` (its actions are tool calls)."""
+def env_class(env_id: str) -> type | None:
+    """The class ``env_id`` is registered with on this machine, or ``None`` (an id unknown here, or not a
+    class). Only registered ids are looked up: a stored id never names a module to import."""
     import agentgym_envs  # noqa: F401  (registers the ids)
     import gymnasium
-
-    from agentgym_envs.core import ToolEnv
 
     try:
         entry_point = gymnasium.spec(env_id).entry_point
         if isinstance(entry_point, str):
             module, _, name = entry_point.partition(":")
             entry_point = getattr(importlib.import_module(module), name)
-        return isinstance(entry_point, type) and issubclass(entry_point, ToolEnv)
-    except (gymnasium.error.Error, ImportError, AttributeError):  # an id unknown here: show its actions as text
+    except (gymnasium.error.Error, ImportError, AttributeError, TypeError):
+        return None
+    return entry_point if isinstance(entry_point, type) else None
+
+
+def is_tool_env(env_id: str) -> bool:
+    """Whether ``env_id`` is registered as a :class:`~agentgym_envs.core.ToolEnv` (its actions are tool calls)."""
+    from agentgym_envs.core import ToolEnv
+
+    cls = env_class(env_id)  # an id unknown here: its actions are shown as text
+    return cls is not None and issubclass(cls, ToolEnv)
+
+
+def is_game_env(env_id: str) -> bool:
+    """Whether ``env_id`` is a two-sided game played as a single-agent env (its score 0 at the end is a draw)."""
+    cls = env_class(env_id)
+    if cls is None:
         return False
+    from agentgym_envs.games.multiagent.selfplay import SelfPlayEnv
+
+    return issubclass(cls, SelfPlayEnv)
 
 
 def tool_call(action: str | None) -> dict[str, Any] | None:
@@ -257,13 +286,13 @@ def write_viewer(stores: list[str | Path], out: str | Path, *, max_chars: int = 
                  starts: bool = False) -> tuple[Path, EpisodeIndex]:
     """Write the static page for ``stores`` to ``out`` (a file); returns it and the index it shows.
 
-    With ``starts``, each episode's start is read from the store and embedded (for a store from before starts
-    were kept, replayed where allowed: one env reset per episode, 2.5 minutes for the 1,076 episodes of
-    ``results/core-baselines.sqlite`` on 2 cores); without, the page says how to get them.
+    Each episode's start the store keeps is embedded (no env is built). With ``starts``, one the store lacks
+    (a store from before starts were kept) is replayed where allowed: one env reset per episode, 2.5 minutes
+    for the 1,076 episodes of ``results/core-baselines.sqlite`` on 2 cores; without, the page says how.
     """
     index = read_index(stores)
     steps: dict[int, dict[str, Any]] = {}
-    reader = StartReader() if starts else None
+    reader = StartReader(replay=starts)
     try:
         for number, path in enumerate(stores):
             rows = {episode_id: n for n, (source, episode_id) in enumerate(index.where) if source == number}
@@ -271,11 +300,10 @@ def write_viewer(stores: list[str | Path], out: str | Path, *, max_chars: int = 
                 for episode_id, turns in read_steps(store.db, max_chars=max_chars).items():
                     if episode_id in rows:
                         steps[rows[episode_id]] = {"turns": turns}
-                for row in rows.values() if reader is not None else ():
+                for row in rows.values():
                     steps.setdefault(row, {"turns": []})["start"] = read_start(reader, index, row, max_chars, store.db)
     finally:
-        if reader is not None:
-            reader.close()
+        reader.close()
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(render_viewer(index, steps, max_chars=max_chars), encoding="utf-8")
