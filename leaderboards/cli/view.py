@@ -12,9 +12,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", metavar="FILE", default=None,
                         help="write one self-contained HTML file (every episode's turns embedded) and exit")
     parser.add_argument("--starts", action="store_true",
-                        help="with --out: embed each episode's start (system prompt, first observation) from the store "
-                             "(a store from before starts were kept: replayed from its seed, where allowed); served "
-                             "pages always show it when opened")
+                        help="with --out: also replay the starts a store from before starts were kept lacks (from "
+                             "each seed, where allowed; slow); stored starts are always embedded, and served pages "
+                             "always show them when opened")
     parser.add_argument("--port", type=int, default=8765,
                         help="serve on http://127.0.0.1:PORT/ (default 8765; 0 picks a free port)")
     parser.add_argument("--max-chars", type=_positive, default=None, metavar="N",
