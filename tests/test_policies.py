@@ -86,6 +86,19 @@ def test_env_side_replies_use_the_bound_wrappers_protocol_and_parse_back(protoco
     assert info["action_valid"] is True
 
 
+def test_random_characters_that_name_no_tool_are_an_invalid_reply_not_a_crash():
+    """GuessNumber has no valid-action list, so the random rule types characters; under tool calls they name
+    no tool and cannot be rendered as a call. They go to the env as they are: the agent's invalid action."""
+    env = agentgym_envs.make("agentgym/GuessNumber-v0", protocol="tool_calls")
+    env.reset(seed=0)
+    policy = RandomPolicy()
+    policy.bind([env])
+    reply = policy.act([[]], sampling=SamplingConfig(seed=1))[0].text
+    assert reply and "<tool_call>" not in reply
+    _, _, _, _, info = env.step(reply)
+    assert info["action_valid"] is False and not info.get("infra_error")
+
+
 def test_an_explicit_protocol_wins_and_an_unwrapped_env_gets_native_actions():
     env = ActionProtocolWrapper(gymnasium.make("agentgym/Maze-Easy-v0"), "react")
     env.reset(seed=0)

@@ -153,3 +153,12 @@ class RandomPolicy(EnvSidePolicy):
     def actions(self, sampling: SamplingConfig) -> list[str]:
         rng = self.rng if self.rng is not None else derive_rng(0 if sampling.seed is None else sampling.seed, AGENT_STREAM)
         return [random_action(env, rng) for env in self._envs]
+
+    def _completion(self, action: str, env: Any) -> Completion:
+        """Random characters (an env without valid actions) that a protocol cannot render, such as a tool call
+        naming no tool, are still a reply: sent as they are, an invalid action (the agent's outcome), not a
+        crash of the run."""
+        try:
+            return super()._completion(action, env)
+        except ValueError:
+            return Completion(action, finish_reason="stop")
