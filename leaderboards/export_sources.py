@@ -111,8 +111,16 @@ class EnvSource:
     def __init__(self, env_id: str, policy: str, *, episodes: int = 5, seed: int = 0, protocol: str = "react",
                  max_steps: int | None = None, kwargs: dict[str, Any] | None = None,
                  sampling: dict[str, Any] | None = None):
+        from agentgym_envs.plugins import resolve_id
+
         from .policies import parse_spec
 
+        from agentgym_envs.core.errors import UnknownEnvError
+
+        try:
+            env_id = resolve_id(env_id)  # module:id from the user's own command line: import the module
+        except UnknownEnvError as e:
+            raise ExportError(str(e)) from None
         item = {"env": env_id, "tasks": episodes, "seed": seed, "protocol": protocol, "max_steps": max_steps,
                 "kwargs": kwargs or {}}
         self.entry = _entry(item, BUILTIN_DEFAULTS, None, "agentgym export --env")

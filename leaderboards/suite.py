@@ -222,10 +222,16 @@ def _check_env(env_id: Any, where: str) -> str:
     import gymnasium
 
     import agentgym_envs  # noqa: F401  (registers the ids)
+    from agentgym_envs.core.errors import UnknownEnvError
+    from agentgym_envs.plugins import resolve_id
     from agentgym_envs.registration import catalogue, unknown_id_message
 
     if not isinstance(env_id, str) or not env_id:
         raise SuiteError(f"{where}: every entry needs 'env: <env id>', got {env_id!r}")
+    try:  # module:id names an installed env package (a suite may not pick any other module to import)
+        env_id = resolve_id(env_id, trusted=False)
+    except UnknownEnvError as e:
+        raise SuiteError(f"{where}: {e}") from None
     multi = {e.id for e in catalogue() if e.multi_agent}
     if env_id in multi:
         raise SuiteError(f"{where}: {env_id} is a multi-agent env; list its single-agent -VsScripted/-VsRandom id instead")

@@ -61,8 +61,9 @@ def test_play_shows_tools_and_accepts_protocols():
 def test_new_scaffold_passes_check_and_its_own_test(tmp_path: Path):
     out = run("new", "foo_env", "--dir", str(tmp_path))
     assert out.returncode == 0, out.stdout + out.stderr
-    assert (tmp_path / "foo_env" / "env.py").exists() and (tmp_path / "tests" / "test_foo_env.py").exists()
-    check = run("check", "foo_env:agentgym/FooEnv-v0", cwd=tmp_path)
+    assert (tmp_path / "src" / "foo_env" / "env.py").exists() and (tmp_path / "tests" / "test_foo_env.py").exists()
+    assert (tmp_path / "pyproject.toml").exists() and (tmp_path / "README.md").exists()  # an installable package
+    check = run("check", "foo_env:agentgym/FooEnv-v0", cwd=tmp_path / "src")  # not installed: module:id from src
     assert check.returncode == 0 and "verdict: PASSED" in check.stdout, check.stdout + check.stderr
     tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_foo_env.py"],
                            cwd=tmp_path, capture_output=True, text=True, timeout=300)
