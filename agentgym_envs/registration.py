@@ -17,6 +17,7 @@ from typing import Any, Callable
 import gymnasium
 
 from .core.errors import UnknownEnvError
+from .extras import MissingExtra, missing_modules
 
 ID_PATTERN = re.compile(r"^agentgym/[A-Z][A-Za-z0-9]*(-[A-Z0-9][A-Za-z0-9]*)*-v\d+$")
 
@@ -29,6 +30,12 @@ class CatalogueEntry:
     entry_point: str
     multi_agent: bool = False
     kwargs: dict[str, Any] = field(default_factory=dict)
+    #: the optional extra the env needs beyond the base install (``pip install 'agentgym[<extra>]'``), if any
+    extra: str | None = None
+
+    def missing(self) -> list[str]:
+        """The modules of :attr:`extra` not installed here (empty when the env can be made)."""
+        return missing_modules(self.extra) if self.extra else []
 
 
 _CATALOGUE: dict[str, CatalogueEntry] = {}
@@ -42,17 +49,35 @@ def register_env(
     description: str,
     max_episode_steps: int | None = None,
     kwargs: dict[str, Any] | None = None,
+    extra: str | None = None,
 ) -> None:
-    """Register a single-agent text env under ``agentgym/<Family>[-<Variant>]-v<N>``."""
+    """Register a single-agent text env under ``agentgym/<Family>[-<Variant>]-v<N>``.
+
+    ``extra`` names the optional extra the env needs (:data:`agentgym_envs.extras.EXTRA_MODULES`). Where it is
+    not installed, the id stays listed but ``gymnasium.make`` raises :class:`~agentgym_envs.extras.MissingExtra`
+    (one line naming the extra) before importing anything of the env."""
     _check_id(id)
-    gymnasium.register(id=id, entry_point=entry_point, max_episode_steps=max_episode_steps, kwargs=kwargs or {})
-    _CATALOGUE[id] = CatalogueEntry(id, family, description, entry_point, False, dict(kwargs or {}))
+    entry = CatalogueEntry(id, family, description, entry_point, False, dict(kwargs or {}), extra)
+    creator: str | Callable[..., Any] = _NeedsExtra(id, extra, entry.missing()) if entry.missing() else entry_point
+    gymnasium.register(id=id, entry_point=creator, max_episode_steps=max_episode_steps, kwargs=kwargs or {})
+    _CATALOGUE[id] = entry
 
 
-def register_multi(id: str, entry_point: str, *, family: str, description: str, kwargs: dict[str, Any] | None = None) -> None:
+def register_multi(id: str, entry_point: str, *, family: str, description: str, kwargs: dict[str, Any] | None = None,
+                   extra: str | None = None) -> None:
     """Record a multi-agent (PettingZoo) env; create it with :func:`make_multi`."""
     _check_id(id)
-    _CATALOGUE[id] = CatalogueEntry(id, family, description, entry_point, True, dict(kwargs or {}))
+    _CATALOGUE[id] = CatalogueEntry(id, family, description, entry_point, True, dict(kwargs or {}), extra)
+
+
+class _NeedsExtra:
+    """The entry point of an id whose extra is missing: making it says which extra to install."""
+
+    def __init__(self, id: str, extra: str, missing: list[str]):
+        self.id, self.extra, self.missing = id, extra, missing
+
+    def __call__(self, **kwargs: Any) -> Any:
+        raise MissingExtra(self.id, self.extra, self.missing)
 
 
 def catalogue() -> list[CatalogueEntry]:
@@ -109,6 +134,8 @@ def make_multi(id: str, **kwargs: Any) -> Any:
     entry = _CATALOGUE.get(id)
     if entry is None or not entry.multi_agent:
         raise UnknownEnvError(unknown_id_message(id, multi_ids()))
+    if entry.missing():
+        raise MissingExtra(id, entry.extra or "", entry.missing())
     return load_entry_point(entry.entry_point)(**{**entry.kwargs, **kwargs})
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 import threading
 import time
 import uuid
@@ -270,6 +271,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--verbose", action="store_true", help="log every request")
     args = parser.parse_args(argv)
     api_key = bind_settings(parser, args, what="policy server")  # before loading a model: fail fast
+    from agentgym_envs.cli.errors import UsageError, require_free_port, require_model_dir
+
+    try:
+        if args.hf:
+            require_model_dir(args.hf, "--hf")
+        require_free_port(args.host, args.port)
+    except UsageError as e:
+        print(f"{parser.prog}: {e}", file=sys.stderr)
+        return 2
     policy, name = load_policy(args)
     try:
         server = PolicyServer(policy, model_name=args.model_name or name, host=args.host, port=args.port,

@@ -20,9 +20,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
+    from agentgym_envs.cli.check import require_makeable
+    from agentgym_envs.cli.errors import require_protocol
     from agentgym_envs.core.hooks import has_expert
     from agentgym_envs.registration import make
 
+    require_makeable(args.id)
+    require_protocol(args.protocol)
     stdin, out = stdin or sys.stdin, stdout or sys.stdout
     env = make(args.id, protocol=args.protocol)
     seed = args.seed

@@ -12,12 +12,12 @@ _ENTRY = "agentgym_envs.search.env:SearchEnv"
 _STEPS = 24
 
 register_env(
-    "agentgym/Search-v0", _ENTRY, family="search", max_episode_steps=_STEPS,
+    "agentgym/Search-v0", _ENTRY, family="search", extra="search", max_episode_steps=_STEPS,
     description="Multi-hop QA (1-4 hops, bridge and comparison) over an invented encyclopedia with BM25 search, "
                 "Search-R1 tags or search/answer tools; contamination-free, offline.",
 )
 for _hops in range(1, 5):
     register_env(
-        f"agentgym/Search-{_hops}Hop-v0", _ENTRY, family="search", max_episode_steps=_STEPS,
+        f"agentgym/Search-{_hops}Hop-v0", _ENTRY, family="search", extra="search", max_episode_steps=_STEPS,
         kwargs={"hops": _hops}, description=f"Search, {_hops}-hop questions only.",
     )

@@ -11,16 +11,16 @@ _ENTRY = "agentgym_envs.web.env:WebShopEnv"
 _STEPS = 20
 
 register_env(
-    "agentgym/WebShop-v0", _ENTRY, family="web", max_episode_steps=_STEPS, kwargs={"mode": "text"},
+    "agentgym/WebShop-v0", _ENTRY, family="web", extra="web", max_episode_steps=_STEPS, kwargs={"mode": "text"},
     description="WebShop-compatible shopping: 10k generated products in 5 categories, BM25 search, WebShop's "
                 "instructions, splits and reward; [SEP]-joined text pages, in-process, no download.",
 )
 register_env(
-    "agentgym/WebShop-Rich-v0", _ENTRY, family="web", max_episode_steps=_STEPS, kwargs={"mode": "text_rich"},
+    "agentgym/WebShop-Rich-v0", _ENTRY, family="web", extra="web", max_episode_steps=_STEPS, kwargs={"mode": "text_rich"},
     description="WebShop with its text_rich observations ([button] X [button_] markup, clicked options).",
 )
 register_env(
-    "agentgym/WebShop-Browser-v0", _ENTRY, family="web", max_episode_steps=_STEPS, kwargs={"mode": "browser"},
+    "agentgym/WebShop-Browser-v0", _ENTRY, family="web", extra="web", max_episode_steps=_STEPS, kwargs={"mode": "browser"},
     description="WebShop in a real headless Chromium (Selenium) against the local shop server: real typing "
                 "and clicks, visible text plus clickable ids, screenshots on request.",
 )

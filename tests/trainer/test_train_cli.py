@@ -21,7 +21,7 @@ def test_train_runs_a_config_with_overrides_and_reports_held_out_success(tmp_pat
 
 def test_train_explains_a_bad_override(capsys):
     assert main(["train", "-", "rollout.group_size=1"]) == 2
-    assert "group_size must be >= 2" in capsys.readouterr().out
+    assert "group_size must be >= 2" in capsys.readouterr().err  # a user error: one line on stderr
 
 
 def test_quickstart_runs_the_shipped_config_with_the_users_overrides(tmp_path):

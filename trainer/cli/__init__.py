@@ -1,4 +1,4 @@
-"""``agentgym train``, ``quickstart``, ``gateway``, ``plot`` and ``models``: the trainer's subcommands.
+"""``agentgym train``, ``quickstart``, ``gateway``, ``plot``, ``configs`` and ``models``: the trainer's subcommands.
 
 :data:`COMMANDS` is registered under the ``agentgym.commands`` entry-point group (``pyproject.toml``), where
 ``agentgym_envs/cli/main.py`` finds it; each module it names has ``add_arguments(parser)`` and ``run(args)``.
@@ -10,6 +10,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "quickstart": ("trainer.cli.quickstart", "build the tiny policy, warm it up, run RL on household tasks (CPU, minutes)"),
     "gateway": ("trainer.cli.gateway", "serve the trajectory-capturing gateway: OpenAI API per session, exact tokens recorded"),
     "plot": ("trainer.cli.plot", "draw a run's training curves (or several runs overlaid) to PNGs and an HTML page"),
+    "configs": ("trainer.cli.configs", "list the training recipes the package ships, or copy one to edit (`configs copy NAME DEST`)"),
     "models": ("trainer.cli.models", "list the models known by name (hf:NAME, policy.path=NAME): source and whether installed"),
 }
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import threading
 
 
@@ -43,6 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import os
 
+    from agentgym_envs.cli.check import require_makeable
+    from agentgym_envs.cli.errors import require_free_port, require_model_dir, require_protocol
     from agentgym_envs.core.httpd import BindRefused, check_bind_address
 
     from ..gateway import GatewayLimits, GatewayServer
@@ -55,8 +58,15 @@ def run(args: argparse.Namespace) -> int:
             raise BindRefused(f"--api-key-env names {args.api_key_env}, which is not set (or empty); export it first")
         check_bind_address(args.host, what="gateway", allow_remote=args.allow_remote, api_key=api_key)
     except BindRefused as e:
-        print(f"agentgym gateway: {e}")
+        print(f"agentgym gateway: {e}", file=sys.stderr)
         return 2
+    # Every mistake a person can make is caught here, before the model loads (seconds to minutes).
+    if args.hf:
+        require_model_dir(args.hf, "--hf")
+    if args.env:
+        require_makeable(args.env)
+        require_protocol(args.protocol, also=("auto",))
+    require_free_port(args.host, args.port)
     quiet_transformers()
     policy = _policy(args)
     envs = None
@@ -80,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
                                allow_remote=args.allow_remote, limits=limits, envs=envs, on_finish=export,
                                max_batch=args.max_batch)
     except (BindRefused, OSError) as e:
-        print(f"agentgym gateway: cannot listen on {args.host}:{args.port}: {e}")
+        print(f"agentgym gateway: cannot listen on {args.host}:{args.port}: {e}", file=sys.stderr)
         return 2
     server_ref.append(server)
     print(f"gateway at {server.url} (POST /sessions; the OpenAI API under /sessions/{{sid}}/v1)", flush=True)

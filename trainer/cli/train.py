@@ -12,6 +12,7 @@ key=value …`` (or ``torchrun --nproc_per_node N --no-python agentgym train …
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 
@@ -32,6 +33,11 @@ def run(args: argparse.Namespace) -> int:
     from ..errors import CheckpointError, TrainerError
     from . import quiet_transformers
 
+    if args.config != "-":
+        from agentgym_envs.cli.errors import require_file
+
+        require_file(args.config, "config file", "give a YAML file, '-' for the defaults, or copy a shipped recipe "
+                                                  "with `agentgym configs copy NAME` (`agentgym configs list`)")
     quiet_transformers()
     try:
         overrides = [o for o in args.overrides if o != "--resume"]
@@ -39,12 +45,12 @@ def run(args: argparse.Namespace) -> int:
         config = load_config(None if args.config == "-" else args.config, overrides + forced)
         world = init_world(config.distributed)  # under torchrun: join the ranks (Trainer finds the same group)
     except TrainerError as e:
-        print(f"agentgym train: {e}")
+        print(f"agentgym train: {e}", file=sys.stderr)
         return 2
     try:
         return _train(config, world)
     except (CheckpointError, TrainerError) as e:
-        print(f"agentgym train{f' (rank {world.rank})' if world.active else ''}: {e}")
+        print(f"agentgym train{f' (rank {world.rank})' if world.active else ''}: {e}", file=sys.stderr)
         return 2
     finally:
         close_world(world)
@@ -70,7 +76,13 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m trainer.cli.train CONFIG key=value …``: the entry ``torchrun`` launches (one per rank)."""
     parser = argparse.ArgumentParser(prog="python -m trainer.cli.train", description=__doc__.splitlines()[0])
     add_arguments(parser)
-    return run(parser.parse_args(argv))
+    from agentgym_envs.cli.errors import UsageError
+
+    try:
+        return run(parser.parse_args(argv))
+    except UsageError as e:
+        print(f"{parser.prog}: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

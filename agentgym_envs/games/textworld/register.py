@@ -19,7 +19,7 @@ for _variant, _challenge, _what in (
     ("Simple", "simple", "fetch a food in a fixed six-room house and put it on the stove"),
 ):
     register_env(
-        f"agentgym/TextWorld-{_variant}-v0", _ENTRY, family="textworld", max_episode_steps=_STEPS,
+        f"agentgym/TextWorld-{_variant}-v0", _ENTRY, family="textworld", extra="games", max_episode_steps=_STEPS,
         kwargs={"challenge": _challenge},
         description=f"TextWorld (real textworld package, games generated from seeds and cached): {_what}.",
     )
