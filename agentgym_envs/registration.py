@@ -129,14 +129,38 @@ def make(id: str, *, protocol: Any = None, max_turns: int | None = None, system_
     return env
 
 
-def make_multi(id: str, **kwargs: Any) -> Any:
-    """Create a registered multi-agent env (a PettingZoo AEC env)."""
+def make_multi(id: str, *, parallel: bool = False, **kwargs: Any) -> Any:
+    """Create a registered multi-agent env: a PettingZoo AEC env, or with ``parallel=True`` a Parallel env.
+
+    A simultaneous-move game has its own ``parallel_env`` beside its ``env`` entry point; an AEC env whose
+    metadata says ``is_parallelizable`` is converted with PettingZoo's ``aec_to_parallel``; a turn-based game
+    has no Parallel form (every agent must act at each parallel step) and raises ``ValueError``.
+
+    >>> env = make_multi("agentgym/RockPaperScissors-v0", parallel=True, rounds=3)
+    >>> observations, infos = env.reset(seed=0)
+    >>> sorted(observations), env.metadata["is_parallelizable"]
+    (['player_0', 'player_1'], True)
+    """
     entry = _CATALOGUE.get(id)
     if entry is None or not entry.multi_agent:
         raise UnknownEnvError(unknown_id_message(id, multi_ids()))
     if entry.missing():
         raise MissingExtra(id, entry.extra or "", entry.missing())
-    return load_entry_point(entry.entry_point)(**{**entry.kwargs, **kwargs})
+    kwargs = {**entry.kwargs, **kwargs}
+    if not parallel:
+        return load_entry_point(entry.entry_point)(**kwargs)
+    module, _, _ = entry.entry_point.partition(":")
+    own = getattr(importlib.import_module(module), "parallel_env", None)
+    if own is not None:
+        return own(**kwargs)
+    aec = load_entry_point(entry.entry_point)(**kwargs)
+    if not aec.metadata.get("is_parallelizable", False):
+        aec.close()
+        raise ValueError(f"{id} is turn-based: PettingZoo's Parallel API needs every agent to act at each step; "
+                         f"expected parallel=False (the AEC env), got parallel=True")
+    from pettingzoo.utils.conversions import aec_to_parallel
+
+    return aec_to_parallel(aec)
 
 
 def load_entry_point(entry_point: str) -> Callable[..., Any]:
