@@ -110,11 +110,10 @@ class HFPolicy(ChatTokens):
         tokens: list[list[int]] = [[] for _ in range(B)]
         logprobs: list[list[float]] = [[] for _ in range(B)]
         finished = torch.zeros(B, dtype=torch.bool)
+        head = _float32_head(self.model)
         for _ in range(sampling.max_new_tokens):
-            out = self.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
-                             use_cache=True, logits_to_keep=1, **{self._cache_arg: cache})
-            cache = out[self._cache_arg]
-            token, token_logprob = sample_token(out.logits[:, -1].float(), sampling, generator)  # (B,), (B,)
+            logits, cache = self._next_logits(input_ids, attention_mask, position_ids, cache, head)  # (B, V) fp32
+            token, token_logprob = sample_token(logits, sampling, generator)  # (B,), (B,)
             for b in (~finished).nonzero().flatten().tolist():
                 tokens[b].append(int(token[b]))
                 logprobs[b].append(float(token_logprob[b]))
@@ -129,6 +128,19 @@ class HFPolicy(ChatTokens):
             if layers is not None:
                 prefix_cache.keep_rows(scope, layers, attention_mask, prompts, tokens, self.prefixes.max_bytes)
         return [self._completion(t, lp, bool(f)) for t, lp, f in zip(tokens, logprobs, finished)]
+
+    def _next_logits(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, position_ids: torch.Tensor,
+                     cache: Any, head: torch.Tensor | None) -> tuple[torch.Tensor, Any]:
+        """(B, V) float32 logits of the next token and the grown KV cache. With ``head`` (a low-precision
+        model's output projection, in float32) the logits are ``h.float() @ head.T``, the trainer's scoring
+        maths (:mod:`trainer.kernels`): a bf16 head would round logits near 20 to steps of 0.125."""
+        kwargs = dict(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=True,
+                      **{self._cache_arg: cache})
+        if head is None:
+            out = self.model(**kwargs, logits_to_keep=1)
+            return out.logits[:, -1].float(), out[self._cache_arg]
+        out = self.model.get_decoder()(**kwargs)
+        return out.last_hidden_state[:, -1].float() @ head.T, out[self._cache_arg]
 
     def _stopped(self, ids: list[int], sampling: SamplingConfig) -> bool:
         if ids[-1] in self.stop_ids:
@@ -167,6 +179,17 @@ def sample_token(logits: torch.Tensor, sampling: SamplingConfig,
         else:
             token = torch.cat([torch.multinomial(row[None], 1, generator=g)[:, 0] for row, g in zip(probs, generator)])
     return token, logp.gather(-1, token[:, None]).squeeze(-1)
+
+
+def _float32_head(model: Any) -> torch.Tensor | None:
+    """The (V, H) output projection in float32 when the model's is in a lower precision (bf16), else ``None``
+    (a float32 model samples through its own forward, unchanged)."""
+    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    weight = getattr(head, "weight", None)
+    capped = getattr(getattr(model, "config", None), "final_logit_softcapping", None)  # Gemma 2 caps its logits
+    if weight is None or weight.dtype == torch.float32 or getattr(head, "bias", None) is not None or capped:
+        return None
+    return weight.detach().float()
 
 
 def _nucleus(probs: torch.Tensor, top_p: float) -> torch.Tensor:
