@@ -22,8 +22,18 @@ subtracts the gradients every variant must return (``grad_hidden`` + ``grad_weig
 loss computation itself needs — the quantity the kernels exist to shrink. Time is the median over
 ``--repeats`` runs after one warm-up on GPU (no warm-up on CPU, where a run takes tens of seconds).
 
+With ``--model`` (a registered name such as ``smollm2-135m-instruct``, a model directory or a ``.gguf``
+file: :func:`trainer.models.resolve_model`) it measures the trainer's own scoring pass instead: one forward
+of the model over ``--tokens`` tokens (rows of 256 seeded random ids), the sampled tokens' log-probs and
+entropies through ``trainer.logprobs.token_logprobs`` with the head computed ``naive`` (full logits,
+``backend="naive"``) or ``chunked`` (``backend="torch"``, the default chunk), the clipped loss and the
+backward into every weight. There the baseline is the RSS after the model and batch are built and the peak
+is the kernel's high-water mark (``VmHWM``) reset at that point (``/proc/self/clear_refs``), so loading the
+model cannot set it; "extra" subtracts the weights' gradients.
+
     python benchmarks/kernel_memory.py                                  # N=2048, H=1024, V=151,936
     python benchmarks/kernel_memory.py --tokens 512 --variants naive chunked
+    python benchmarks/kernel_memory.py --model smollm2-135m-instruct --tokens 1024 --threads 1
 """
 
 from __future__ import annotations
@@ -144,10 +154,77 @@ def child(args) -> dict:
                 "seconds": statistics.median(times)}
 
 
+MODEL_VARIANTS = {"naive": "naive", "chunked": "torch", "triton": "triton"}  # --model: token_logprobs' backend
+
+
+def _hwm_reset() -> bool:
+    """Reset this process's peak RSS (``VmHWM``) to its current RSS; False where the kernel does not allow it."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _status_bytes(field: str) -> int:
+    with open("/proc/self/status") as f:
+        line = next(ln for ln in f if ln.startswith(field + ":"))
+    return int(line.split()[1]) * 1024  # kB
+
+
+def model_child(args) -> dict:
+    """The trainer's scoring pass on a real model (module docstring): forward, head, clipped loss, backward."""
+    import psutil
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from trainer.logprobs import PackedBatch, token_logprobs
+    from trainer.models.registry import resolve_model
+
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_pretrained(str(resolve_model(args.model)), dtype=torch.float32)
+    model.to(args.device)
+    B, V = args.tokens // SEQ_LEN, model.get_output_embeddings().weight.shape[0]
+    ids = torch.randint(V, (B, SEQ_LEN), device=args.device)
+    ones = torch.ones(B, SEQ_LEN, dtype=torch.long, device=args.device)
+    batch = PackedBatch(input_ids=ids, attention_mask=ones, loss_mask=ones,
+                        sampling_logprobs=torch.empty(B, SEQ_LEN, device=args.device).normal_(-2.0, 0.5),
+                        advantages=torch.empty(B, 1, device=args.device).normal_().expand(B, SEQ_LEN))
+    scored = batch.loss_mask[:, 1:].bool()
+    grads_bytes = sum(p.numel() * p.element_size() for p in model.parameters())  # tied head counted once
+    cuda = args.device == "cuda"
+    if cuda:
+        torch.cuda.synchronize()
+        base = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+    else:
+        base, hwm = psutil.Process().memory_info().rss, _hwm_reset()
+    times = []
+    for i in range(args.repeats + (1 if cuda else 0)):
+        model.zero_grad(set_to_none=True)
+        t0 = time.perf_counter()
+        lp, _ = token_logprobs(model, batch, temperature=args.temperature, backend=MODEL_VARIANTS[args.variant])
+        loss = clipped_pg_loss(lp[:, 1:][scored], batch.sampling_logprobs[:, 1:][scored], batch.advantages[:, 1:][scored])
+        loss.backward()
+        if cuda:
+            torch.cuda.synchronize()
+        if i or not cuda:
+            times.append(time.perf_counter() - t0)
+    if cuda:
+        peak = torch.cuda.max_memory_allocated() - base
+    else:
+        peak = (_status_bytes("VmHWM") if hwm else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024) - base
+    return {"variant": args.variant, "peak_bytes": peak, "extra_bytes": peak - grads_bytes,
+            "seconds": statistics.median(times), "vocab": V, "grads_bytes": grads_bytes, "hwm_reset": hwm if not cuda else None}
+
+
 def run_variant(variant: str, args) -> dict:
     cmd = [sys.executable, __file__, "--child", variant, "--tokens", str(args.tokens), "--hidden",
            str(args.hidden), "--vocab", str(args.vocab), "--dtype", args.dtype, "--device", args.device,
            "--repeats", str(args.repeats), "--temperature", str(args.temperature), "--chunk", str(args.chunk)]
+    cmd += ["--model", args.model] if args.model else []
+    cmd += ["--threads", str(args.threads)] if args.threads else []
     # A fixed mmap threshold makes glibc map (and unmap on free) every large block, so the RSS peak follows
     # the peak of live tensors rather than heap fragmentation from the dynamic threshold.
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -171,8 +248,15 @@ def main(argv=None) -> None:
     p.add_argument("--temperature", type=float, default=1.0)
     p.add_argument("--chunk", type=int, default=256, help="tokens per chunk of our torch path")
     p.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS))
+    p.add_argument("--model", default=None,
+                   help="measure the trainer's scoring pass on this model (name, directory or .gguf; module docstring)")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads in each child (default: torch's)")
     p.add_argument("--child", choices=VARIANTS, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.model and "--variants" not in (argv if argv is not None else sys.argv[1:]):
+        args.variants = ["naive", "chunked", "triton"]
+    if args.model and set(args.variants) - set(MODEL_VARIANTS):
+        p.error(f"with --model the variants are {', '.join(MODEL_VARIANTS)} (the trainer's own head backends)")
     if args.device is None:
         import torch
 
@@ -183,12 +267,22 @@ def main(argv=None) -> None:
         p.error(f"--tokens must be a multiple of {SEQ_LEN}, got {args.tokens}")
     if args.child:
         args.variant = args.child
-        print(json.dumps(child(args)))
+        if args.threads:
+            import torch
+
+            torch.set_num_threads(args.threads)
+        print(json.dumps(model_child(args) if args.model else child(args)))
         return
 
-    print(f"# N={args.tokens} H={args.hidden} V={args.vocab} {args.dtype} on {args.device}, "
-          f"chunk={args.chunk}, {time.strftime('%Y-%m-%d')}; peak = {'max_memory_allocated' if args.device == 'cuda' else 'RSS peak'}"
-          " above inputs; extra = peak - (grad_hidden + grad_weight)")
+    if args.model:
+        print(f"# the trainer's scoring pass on {args.model}: N={args.tokens} tokens ({args.tokens // SEQ_LEN} rows of "
+              f"{SEQ_LEN}), fp32 on {args.device}, torch threads {args.threads or 'default'}, {time.strftime('%Y-%m-%d')}, "
+              f"load {os.getloadavg()[0]:.1f}; peak = {'max_memory_allocated' if args.device == 'cuda' else 'VmHWM'} above "
+              "model + batch; extra = peak - weight gradients")
+    else:
+        print(f"# N={args.tokens} H={args.hidden} V={args.vocab} {args.dtype} on {args.device}, "
+              f"chunk={args.chunk}, {time.strftime('%Y-%m-%d')}; peak = {'max_memory_allocated' if args.device == 'cuda' else 'RSS peak'}"
+              " above inputs; extra = peak - (grad_hidden + grad_weight)")
     print(f"{'variant':<10}{'peak MiB':>11}{'extra MiB':>11}{'time s':>9}  note")
     rows = {}
     for v in args.variants:
@@ -202,7 +296,8 @@ def main(argv=None) -> None:
         if "error" in r:
             print(f"{v:<10}{'-':>11}{'-':>11}{'-':>9}  failed: {r['error']}")
         else:
-            print(f"{v:<10}{r['peak_bytes'] / 2**20:>11.0f}{r['extra_bytes'] / 2**20:>11.0f}{r['seconds']:>9.2f}",
+            note = "peak from ru_maxrss (VmHWM could not be reset)" if r.get("hwm_reset") is False else ""
+            print(f"{v:<10}{r['peak_bytes'] / 2**20:>11.0f}{r['extra_bytes'] / 2**20:>11.0f}{r['seconds']:>9.2f}  {note}",
                   flush=True)
     naive = rows.get("naive", {})
     for ours in ("chunked", "triton"):
