@@ -6,6 +6,8 @@ Layout (``docs/meta_envs.md``)::
     <archive>/<sha>/record.json     gates, stats (of the gates), play_stats, reward, reward_components,
                                     round, parent, index (its place in the archive), sha256
     <archive>/rejected/<sha>.json   a rejected design's failed gate and detail (exemplars for the brief)
+    <archive>/.fingerprint_key      32 random bytes (mode 0600), drawn on first use: the secret the seeds
+                                    of behaviour fingerprints are keyed by (:meth:`EnvArchive.fingerprint_key`)
 
 Writes are atomic (a temp folder renamed into place), so a crash never leaves half an entry and two
 writers of the same env agree. A run that owns the archive (``agentgym selfplay``) holds
@@ -24,6 +26,7 @@ import json
 import math
 import os
 import re
+import secrets
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -35,6 +38,8 @@ from typing import Any
 import numpy as np
 
 SAMPLING_RULES = ("uniform", "newest", "learnable")
+FINGERPRINT_KEY = ".fingerprint_key"
+KEY_BYTES = 32
 _SHA = re.compile(r"[0-9a-f]{64}")
 
 
@@ -128,6 +133,40 @@ class EnvArchive:
     def writer(self) -> AbstractContextManager[None]:
         """The archive's single-writer lock (see the module docstring); raises :class:`ArchiveBusy` if held."""
         return exclusive(self.path / ".writer.lock", f"archive {self.path}")
+
+    def fingerprint_key(self) -> bytes:
+        """The archive's secret for fingerprint seeds (:func:`meta_envs.design.novelty.fingerprint_seeds`).
+
+        Drawn from the OS on first use and kept in ``<archive>/.fingerprint_key`` (mode 0600), so every
+        module measured against this archive, by any host process, is fingerprinted on the same seeds and
+        its fingerprint compares with the archived ones. Never shown to a module (sandboxes do not see the
+        archive) or the designer. Two processes creating it at once agree: the file appears whole (a hard
+        link of a finished temp file) and the loser reads the winner's. ``OSError`` if the folder is unusable.
+        """
+        path = self.path / FINGERPRINT_KEY
+        try:
+            key = path.read_bytes()
+        except FileNotFoundError:
+            key = self._new_key(path)
+        if len(key) != KEY_BYTES:
+            raise ArchiveError(f"{path}: expected {KEY_BYTES} bytes, got {len(key)}; remove it to draw a new key "
+                               "(archived fingerprints then no longer compare with new ones)")
+        return key
+
+    def _new_key(self, path: Path) -> bytes:
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-key-", dir=self.path)  # mode 0600
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(secrets.token_bytes(KEY_BYTES))
+                f.flush()
+                os.fsync(f.fileno())
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                pass  # another process drew it first: its key stands
+            return path.read_bytes()
+        finally:
+            os.unlink(tmp)
 
     def add(self, source: str, record: dict) -> str:
         """Store an accepted env; returns its sha. Adding the same source again keeps the first record."""

@@ -18,7 +18,9 @@ them; a module failing that re-check fails a ``play`` gate (-0.5). Gate seeds an
 drawn per episode from the reset seed keyed by the host's secret
 (:func:`~meta_envs.design.sandboxed.measured_seed`), so a module cannot tell a gate from a play by its seed
 (nor by its interpreter: all start alike), and the same reset seed gives the same episode within one host
-process but not across processes (a new secret each). The reward is :func:`meta_envs.design.reward.designer_reward` (``info["reward_components"]``). Accepted modules
+process but not across processes (a new secret each). The behaviour fingerprint is taken on the archive's
+fingerprint seeds (keyed by ``<archive>/.fingerprint_key``, played among the gate seeds), so novelty
+compares designs measured in any episode or process against one archive. The reward is :func:`meta_envs.design.reward.designer_reward` (``info["reward_components"]``). Accepted modules
 are added to the archive (kwarg ``archive``: a folder; default a fresh temp folder per env instance),
 rejected ones are remembered there by their failed gate, and both show up in later briefs.
 
@@ -50,7 +52,7 @@ from . import reward as rewards
 from .archive import EnvArchive, json_safe, source_sha
 from .contract import CONTRACT_BRIEF, MAX_SOURCE_BYTES
 from .gates import N_GATE_SEEDS, gate_seeds
-from .novelty import duplicate_share, novelty_gate
+from .novelty import duplicate_share, fingerprint_seeds, novelty_gate
 from .sandboxed import measured_seed
 from .solving import as_solver, measure_solver
 
@@ -110,17 +112,18 @@ def stable_gates(gates: list[dict]) -> list[dict]:
             for g in gates]
 
 
-def gate_report(source: str, backend: str, seeds: tuple[int, ...], limits: Any, difficulty: float) -> Any:
+def gate_report(source: str, backend: str, seeds: tuple[int, ...], limits: Any, difficulty: float,
+                fingerprint_seeds: tuple[int, ...] | None = None) -> Any:
     """:func:`~meta_envs.design.gates.validate_module` without novelty, cached while it did not hit infra."""
     from .gates import validate_module
 
-    key = (source_sha(source), backend, seeds, repr(limits), difficulty)
+    key = (source_sha(source), backend, seeds, fingerprint_seeds, repr(limits), difficulty)
     with _REPORTS_LOCK:  # vector envs in thread mode share this cache
         if key in _REPORTS:
             _REPORTS.move_to_end(key)
             return _REPORTS[key]
     report = validate_module(source, backend=backend, seeds=seeds, limits=limits, novelty=None,
-                             difficulty=difficulty)
+                             difficulty=difficulty, fingerprint_seeds=fingerprint_seeds)
     if report.infra_error is None:
         with _REPORTS_LOCK:
             _REPORTS[key] = report
@@ -139,7 +142,7 @@ class EnvDesignEnv(TextEnv):
     reward_bounds: ClassVar[tuple[float, float]] = (-1.0, 1.0)
     invalid_action_penalty: ClassVar[float] = -1.0
     max_action_chars: ClassVar[int] = 2 * MAX_SOURCE_BYTES
-    snapshot_exclude: ClassVar[tuple[str, ...]] = ("solver", "archive", "_temp")
+    snapshot_exclude: ClassVar[tuple[str, ...]] = ("solver", "archive", "_temp", "_fingerprint_seeds")
 
     def __init__(self, solver: Any = None, archive: str | None = None, k: int = 8, backend: str = "bwrap",
                  limits: Any = None, play_seeds: tuple[int, ...] | None = None, render_mode: str | None = None):
@@ -152,6 +155,8 @@ class EnvDesignEnv(TextEnv):
         self.play_seeds = None if play_seeds is None else tuple(int(s) for s in play_seeds)
         self._temp = None if archive is not None else tempfile.TemporaryDirectory(prefix="envdesign-")
         self.archive = EnvArchive(archive if archive is not None else self._temp.name)
+        self._fingerprint_seeds = tuple(fingerprint_seeds(key=self.archive.fingerprint_key()))
+        """The archive's (:meth:`EnvArchive.fingerprint_key`): every design against it is fingerprinted alike."""
         self.last_result: dict | None = None
         self._target, self._seeds, self._gate_seeds, self._round, self._horizon = 0.5, (), (), 0, 0
 
@@ -198,7 +203,7 @@ class EnvDesignEnv(TextEnv):
     def _judge(self, source: str) -> dict:
         """Gates, novelty, solver plays and the reward of one module (raises InfraError for our failures)."""
         difficulty = module_difficulty(source)
-        report = gate_report(source, self.backend, self._gate_seeds, self.limits, difficulty)
+        report = gate_report(source, self.backend, self._gate_seeds, self.limits, difficulty, self._fingerprint_seeds)
         gates = report.to_info()["gates"]
         if report.infra_error is not None:
             return self._verdict(source, "infra", gates, infra_error=report.infra_error)
@@ -315,3 +320,6 @@ class ArchiveHorizon:
 
     def entries(self) -> list:
         return [e for e in self.archive.entries() if int(e.record.get("index", 0)) < self.horizon]
+
+    def fingerprint_key(self) -> bytes:
+        return self.archive.fingerprint_key()

@@ -21,6 +21,15 @@ the source on the host (:mod:`meta_envs.design.lint`); the rest run the module i
 ``novelty``         the injected check against the archive (passes with "no archive" when none is given)
 ==================  ==================================================================================
 
+Besides the gate seeds, every policy plays the *fingerprint seeds* (``fingerprint_seeds``; by default
+the novelty gate's archive's, :class:`~meta_envs.design.novelty.NoveltyGate`), interleaved with the gate
+seeds in an order keyed by the host's secret, in the same processes: the expert's episodes there are the
+fingerprint (``stats["fingerprint"]``, by position, :func:`~meta_envs.design.novelty.fingerprint_entry`),
+taken on the same seeds for every module measured against one archive, so it compares across episodes
+and host processes. A module cannot tell those seeds from gate seeds; the gates' verdicts count gate
+seeds only, details never name a fingerprint seed (the designer reads them), and a gate that sweeps every
+seed has its budget scaled by seeds played over gate seeds.
+
 Thresholds scale with ``len(seeds)`` (the fractions above, rounded in the strict direction). A failure
 the module caused is a failed gate (the designer's outcome); our sandbox failing to start is
 ``GateReport.infra_error``. Policies run on the host with their own seeded RNGs, never in the module's
@@ -49,6 +58,8 @@ from typing import Any, Callable, Sequence
 from agentgym_envs.fuzz import hostile_actions
 
 from . import contract, lint
+from .novelty import fingerprint_entry
+from .novelty import fingerprint_seeds as archive_fingerprint_seeds
 from .sandboxed import (GeneratedEnvFault, ModuleLimits, SandboxedModuleEnv, SandboxUnavailable, measured_seed,
                         open_sandbox)
 
@@ -127,7 +138,8 @@ class Episode:
     ended: bool
     start: str
     trace: str
-    fingerprint: str
+    fingerprint: dict[str, Any]
+    """The expert's fingerprint entry: texts' digest and the episode's structure (:func:`fingerprint_entry`)."""
     actions: list[str]
     texts: list[str]
 
@@ -142,15 +154,18 @@ def play_episode(env: SandboxedModuleEnv, policy: str, seed: int) -> Episode:
     obs = env.reset(seed)
     view = [env.instruction, obs, env.legal_actions(), env.hint()]
     texts = [env.instruction, obs, env.hint() or ""]
-    trace, seen, actions, total, steps, done = [view], [[obs, len(view[2])]], [], 0.0, 0, False
-    while not done and steps < env.max_steps:
-        action = POLICIES[policy](obs, env.legal_actions(), env.expert_action(), rng)
+    trace, seen, actions, structure, total, done = [view], [[obs, len(view[2])]], [], [], 0.0, False
+    while not done and len(actions) < env.max_steps:
+        legal = env.legal_actions()
+        action = POLICIES[policy](obs, legal, env.expert_action(), rng)
         obs, reward, done = env.step(action)
         actions.append(action)
-        total, steps = total + reward, steps + 1
+        structure.append((reward, done, len(legal), legal.index(action) if action in legal else -1))
+        total += reward
         trace.append([action, obs, reward, done, env.instruction, env.legal_actions(), env.expert_action(), env.hint()])
         seen.append([obs, len(env.legal_actions())])
-    return Episode(total, steps, done, _digest(view), _digest(trace), _digest(seen), actions, texts)
+    return Episode(total, len(actions), done, _digest(view), _digest(trace),
+                   fingerprint_entry(_digest(seen), structure), actions, texts)
 
 
 # ----------------------------------------------------------------------------- the run
@@ -159,6 +174,8 @@ class _Run:
     source: str
     backend: str
     seeds: list[int]
+    """The gate seeds: what the verdicts count."""
+    fingerprint_seeds: list[int]
     limits: ModuleLimits
     difficulty: float
     lint: bool
@@ -166,15 +183,33 @@ class _Run:
     env: SandboxedModuleEnv | None = None
     stats: dict[str, Any] = field(default_factory=dict)
     played: dict[str, dict[int, Episode]] = field(default_factory=dict)
+    order: list[int] = field(default_factory=list)
+    """Every seed a sweep plays: gate and fingerprint seeds, interleaved in an order keyed by the host's secret."""
+
+    def __post_init__(self) -> None:
+        self.order = list(dict.fromkeys(self.seeds + self.fingerprint_seeds))
+        random.Random(measured_seed("gate-order", tuple(self.order))).shuffle(self.order)
 
     def play_all(self, policy: str, env: SandboxedModuleEnv | None = None) -> dict[int, Episode]:
-        episodes = {seed: play_episode(env or self.env, policy, seed) for seed in self.seeds}
+        episodes = {seed: play_episode(env or self.env, policy, seed) for seed in self.order}
         if env is None:
             self.played[policy] = episodes
         return episodes
 
+    def gated(self, policy: str) -> dict[int, Episode]:
+        """``policy``'s episodes on the gate seeds (those the verdicts count)."""
+        return {seed: self.played[policy][seed] for seed in self.seeds}
+
+    def named(self, seeds: Sequence[int]) -> str:
+        """Seeds as a detail names them: gate seeds by value, fingerprint seeds only counted (kept secret)."""
+        shown = [s for s in dict.fromkeys(seeds) if s in self.seeds]
+        hidden = len(set(seeds)) - len(shown)
+        parts = ([f"seed{'s' if len(shown) > 1 else ''} {', '.join(map(str, shown))}"] if shown else []) + \
+            ([f"{hidden} fingerprint seeds" if hidden > 1 else "a fingerprint seed"] if hidden else [])
+        return " and ".join(parts)
+
     def wins(self, policy: str) -> int:
-        return sum(contract.is_success(e.ret) for e in self.played[policy].values())
+        return sum(contract.is_success(e.ret) for e in self.gated(policy).values())
 
     def share(self, policy: str) -> float:
         return self.wins(policy) / len(self.seeds)
@@ -239,17 +274,17 @@ def _gate_determinism(run: _Run) -> str:
     with run.env.fresh(limits=limits, gate="determinism") as other:
         other.deadline = run.env.deadline
         second = run.play_all("eps_expert", env=other)
-    differ = [seed for seed in run.seeds if first[seed].trace != second[seed].trace]
+    differ = [seed for seed in run.order if first[seed].trace != second[seed].trace]
     run.stats["p_expert_eps"] = run.share("eps_expert")
     if differ:
-        raise GateFailed(f"seeds {differ} gave different trajectories in two fresh processes (each with its own "
-                         "random PYTHONHASHSEED); expected identical ones: no clock, os.urandom, global random or "
-                         "hash() of strings")
+        raise GateFailed(f"{run.named(differ)} gave different trajectories in two fresh processes (each with its "
+                         "own random PYTHONHASHSEED); expected identical ones: no clock, os.urandom, global random "
+                         "or hash() of strings")
     return f"{len(run.seeds)} seeds identical across two processes and on replay"
 
 
 def _gate_seed_sensitivity(run: _Run) -> str:
-    starts = {seed: e.start for seed, e in run.played["eps_expert"].items()}
+    starts = {seed: e.start for seed, e in run.gated("eps_expert").items()}
     run.stats["start_hashes"] = {str(seed): h for seed, h in starts.items()}
     distinct, needed = len(set(starts.values())), math.ceil(0.75 * len(run.seeds))
     if distinct < needed:
@@ -260,8 +295,8 @@ def _gate_seed_sensitivity(run: _Run) -> str:
 def _gate_expert(run: _Run) -> str:
     episodes = run.play_all("expert")
     run.stats["p_expert"] = run.share("expert")
-    run.stats["expert_steps"] = {str(seed): e.steps for seed, e in episodes.items()}
-    run.stats["fingerprint"] = {str(seed): e.fingerprint for seed, e in episodes.items()}
+    run.stats["expert_steps"] = {str(seed): e.steps for seed, e in run.gated("expert").items()}
+    run.stats["fingerprint"] = {str(i): episodes[seed].fingerprint for i, seed in enumerate(run.fingerprint_seeds)}
     needed = math.ceil(7 / 8 * len(run.seeds))
     if run.wins("expert") < needed:
         raise GateFailed(f"expected the expert to win at least {needed} of {len(run.seeds)} seeds, "
@@ -302,7 +337,7 @@ def _gate_leak(run: _Run) -> str:
     for seed, episode in run.played["expert"].items():
         found = leaked_run(episode.actions, episode.texts)
         if found:
-            raise GateFailed(f"seed {seed}: the expert's words {found!r} appear in the instruction, first "
+            raise GateFailed(f"{run.named([seed])}: the expert's words {found!r} appear in the instruction, first "
                              "observation or hint; the answer must not be given away")
     return "no run of 3 expert words in the instruction, first observation or hint"
 
@@ -311,7 +346,7 @@ def _gate_speed(run: _Run) -> str:
     median_ms = 1000 * statistics.median(run.env.step_seconds) if run.env.step_seconds else 0.0
     run.stats["median_step_ms"] = round(median_ms, 3)
     run.stats["steps"] = len(run.env.step_seconds)
-    unended = sorted({f"{policy} seed {seed}" for policy, episodes in run.played.items()
+    unended = sorted({f"{policy} {run.named([seed])}" for policy, episodes in run.played.items()
                       for seed, e in episodes.items() if not e.ended})
     if median_ms > MAX_MEDIAN_STEP_MS:
         raise GateFailed(f"expected a median step of at most {MAX_MEDIAN_STEP_MS:g} ms, got {median_ms:.1f} ms")
@@ -329,6 +364,10 @@ CHECKS: dict[str, Callable[[_Run], str]] = {
 }
 
 
+SWEEPS = ("determinism", "expert", "baselines")
+"""Gates that play every seed, fingerprint seeds included: their budgets scale with the seeds played."""
+
+
 def _run_gate(run: _Run, name: str) -> GateResult:
     start = time.perf_counter()
     if name == "novelty":
@@ -337,7 +376,8 @@ def _run_gate(run: _Run, name: str) -> GateResult:
         result = run.novelty(run.source, run.stats)
         return GateResult("novelty", bool(result.passed), str(result.detail), time.perf_counter() - start)
     if run.env is not None:
-        run.env.gate, run.env.deadline = name, time.monotonic() + run.limits.gate_budget_s
+        scale = len(run.order) / len(set(run.seeds)) if name in SWEEPS else 1.0
+        run.env.gate, run.env.deadline = name, time.monotonic() + run.limits.gate_budget_s * scale
     try:
         passed, detail = True, CHECKS[name](run)
     except GateFailed as e:
@@ -359,17 +399,23 @@ def _sandbox_works(backend: str, limits: ModuleLimits) -> str | None:
 def validate_module(
     source: str, *, backend: str = "bwrap", seeds: Sequence[int] | None = None, limits: ModuleLimits | None = None,
     novelty: Callable[[str, dict], GateResult] | None = None, difficulty: float = 0.5, lint: bool = True,
+    fingerprint_seeds: Sequence[int] | None = None,
 ) -> GateReport:
     """Run every gate on ``source`` in order, stopping at the first failure (see the module docstring).
 
     ``lint=False`` skips the import lint (the ``imports`` gate passes, saying so): the tests use it to show
     that the sandbox alone contains hostile modules. ``seeds`` default to :func:`gate_seeds`: fixed seeds
-    (0..7, say) would tell a module it is being gated. Never raises for anything the module does.
+    (0..7, say) would tell a module it is being gated. ``fingerprint_seeds`` default to ``novelty``'s (a
+    :class:`~meta_envs.design.novelty.NoveltyGate` carries its archive's), else to the host's
+    (:func:`~meta_envs.design.novelty.fingerprint_seeds`). Never raises for anything the module does.
     """
     seeds = gate_seeds() if seeds is None else seeds
-    run = _Run(source, backend, [int(s) for s in seeds], limits or ModuleLimits(), float(difficulty), lint, novelty)
-    if not run.seeds:
+    if fingerprint_seeds is None:
+        fingerprint_seeds = getattr(novelty, "fingerprint_seeds", None) or archive_fingerprint_seeds()
+    if not seeds:
         raise ValueError("expected at least one seed, got none")
+    run = _Run(source, backend, [int(s) for s in seeds], [int(s) for s in fingerprint_seeds], limits or ModuleLimits(),
+               float(difficulty), lint, novelty)
     report = GateReport([], run.stats)
     try:
         for name in GATES:

@@ -19,7 +19,11 @@ archived env:
   (``report.stats["fingerprint"]``: what the expert saw and could do on each seed) that are equal, by
   exact text or, where the entries carry one (:func:`fingerprint_entry`), by *structure*: the rewards,
   the step count, how many actions were legal and which of them the expert chose, with no text at all,
-  so rewording an observation does not make a copy behave differently.
+  so rewording an observation does not make a copy behave differently. Fingerprints compare because they
+  are taken on the same seeds: :func:`fingerprint_seeds`, keyed by the archive's own secret
+  (:meth:`~meta_envs.design.archive.EnvArchive.fingerprint_key`), so every module measured against one
+  archive, by any host process, is fingerprinted on the same seeds, which no module can compute. The gates
+  play them among their own seeds, with every policy, so a module cannot tell which ones they are.
 
 Unrelated envs written to the same contract share boilerplate, so a similarity only counts above
 :data:`FLOOR` and counts fully from :data:`FULL`: ``dup = clip((sim - FLOOR) / (FULL - FLOOR), 0, 1)``.
@@ -36,6 +40,8 @@ from __future__ import annotations
 
 import ast
 import functools
+import hashlib
+import hmac
 import io
 import json
 import keyword
@@ -47,7 +53,11 @@ from typing import TYPE_CHECKING, Any, Callable
 if TYPE_CHECKING:
     from .archive import EnvArchive
 
+from .sandboxed import measured_seed
+
 SHINGLE = 5
+N_FINGERPRINT_SEEDS = 8
+"""Seeds the expert's fingerprint is taken on (the gates play them besides their own seeds)."""
 FLOOR, FULL = 0.5, 0.9
 MAX_SOURCE_CHARS = 64 * 1024
 """Sources are compared up to here: twice the size gate's 32 KB, so a gated module is compared whole (issue 31:
@@ -202,6 +212,19 @@ def fingerprint_entry(text_digest: str, steps: Iterable[tuple[float, bool, int, 
     return {"text": str(text_digest), "structure": f"{len(parts)}|" + ";".join(parts)}
 
 
+def fingerprint_seeds(n: int = N_FINGERPRINT_SEEDS, key: bytes | None = None) -> list[int]:
+    """The seeds fingerprints are taken on: keyed by ``key`` (an archive's secret), else by the host's.
+
+    Uniform in ``[0, 2**31 - 1)`` like gate and play seeds. The same key gives the same seeds in every
+    process, so fingerprints taken against one archive compare; without a key they compare only within one
+    host process (:func:`~meta_envs.design.sandboxed.measured_seed`).
+    """
+    if key is None:
+        return [measured_seed("fingerprint-seed", i) for i in range(n)]
+    digests = (hmac.new(bytes(key), repr(("fingerprint-seed", i)).encode(), hashlib.sha256).digest() for i in range(n))
+    return [int.from_bytes(d[:8], "big") % (2**31 - 1) for d in digests]
+
+
 def _same_behaviour(x: Any, y: Any) -> bool:
     """Two per-seed entries behave alike: equal, or (both carrying one) of equal structure."""
     if x == y:
@@ -263,22 +286,33 @@ def duplicate_share(source: str, fingerprint: Any, archive: EnvArchive) -> dict:
     return nearest(source, fingerprint, ((e.sha, e.source, e.fingerprint) for e in archive.entries()))
 
 
-def novelty_gate(archive: EnvArchive) -> Callable[[str, dict], Any]:
-    """The ``novelty`` gate for :func:`meta_envs.design.gates.validate_module`.
+class NoveltyGate:
+    """The ``novelty`` gate against one archive, for :func:`meta_envs.design.gates.validate_module`.
 
-    The returned callable takes ``(source, stats)`` and returns a ``GateResult`` that fails only when the
-    module's behavioural fingerprint equals an archived env's exactly; its detail names the nearest env
-    and both similarities (the reward's ``dup`` is computed again by the caller from the same data).
+    Called with ``(source, stats)``, it returns a ``GateResult`` that fails only when the module's
+    behavioural fingerprint equals an archived env's exactly; its detail names the nearest env and both
+    similarities (the reward's ``dup`` is computed again by the caller from the same data).
+    ``fingerprint_seeds`` are the archive's (:func:`fingerprint_seeds` of its ``fingerprint_key()``; the
+    host's when it has none): ``validate_module`` fingerprints on them when given this gate.
     """
-    from .gates import GateResult
 
-    def gate(source: str, stats: dict) -> Any:
+    def __init__(self, archive: Any):
+        self.archive = archive
+        key = getattr(archive, "fingerprint_key", None)
+        self.fingerprint_seeds = fingerprint_seeds(key=key() if callable(key) else None)
+
+    def __call__(self, source: str, stats: dict) -> Any:
+        from .gates import GateResult
+
         start = time.perf_counter()
-        near = duplicate_share(source, stats.get("fingerprint"), archive)
+        near = duplicate_share(source, stats.get("fingerprint"), self.archive)
         detail = (f"nearest {near['sha'] or 'none'}: code similarity {near['code']:.2f}, behaviour "
                   f"similarity {near['behaviour']:.2f}, dup {near['dup']:.2f}")
         if near["exact_behaviour"]:
             detail = "behaves exactly like archived env " + f"{near['sha']}; " + detail
         return GateResult("novelty", not near["exact_behaviour"], detail, time.perf_counter() - start)
 
-    return gate
+
+def novelty_gate(archive: EnvArchive) -> NoveltyGate:
+    """The ``novelty`` gate against ``archive`` (:class:`NoveltyGate`)."""
+    return NoveltyGate(archive)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from meta_envs.design import gates, sandboxed
+from meta_envs.design import gates, novelty, sandboxed
 from meta_envs.design.contract import example_module
 from meta_envs.design.gates import GATES, GateResult, leaked_run, validate_module
 from meta_envs.design.lint import import_problems
@@ -109,7 +109,9 @@ def test_novelty_is_the_injected_check():
 
     report = validate_module(LAMPS, novelty=duplicate)
     assert report.failed_gate == "novelty" and report.gates[-1].detail == "the same behaviour as archived env abc"
-    assert seen == [sorted(str(s) for s in gates.gate_seeds())]  # the default seeds: drawn, not 0..7
+    # the fingerprint: the expert on the fingerprint seeds, by position (no seed value is recorded)
+    assert seen == [[str(i) for i in range(len(novelty.fingerprint_seeds()))]]
+    assert sorted(report.stats["start_hashes"]) == sorted(str(s) for s in gates.gate_seeds())  # drawn, not 0..7
     assert not set(gates.gate_seeds()) & set(range(8))
 
 
@@ -247,8 +249,10 @@ def test_a_module_that_hangs_on_import_fails_instantiate_at_its_timeout():
 
 def test_the_second_process_of_the_determinism_gate_shares_its_budget():
     """A module slow to import (0.9 s, within the 1.5 s import limit) cannot stretch the determinism gate
-    past its budget (0.9 s) by costing a second import."""
+    past its budget (0.9 s: 0.45 s scaled by the fingerprint seeds it also plays) by costing a second import."""
+    scale = len(set(gates.gate_seeds()) | set(novelty.fingerprint_seeds())) / len(gates.gate_seeds())
     source = "import time\ntime.sleep(0.9)\n" + LAMPS
-    report = validate_module(source, lint=False, limits=ModuleLimits(import_timeout_s=1.5, gate_budget_s=0.9))
+    report = validate_module(source, lint=False,
+                             limits=ModuleLimits(import_timeout_s=1.5, gate_budget_s=0.9 / scale))
     assert report.failed_gate == "determinism", report.to_info()["gates"]
     assert report.gates[-1].seconds < 2.5
