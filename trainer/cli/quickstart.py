@@ -10,6 +10,9 @@ On a CPU in a few minutes (settings: :data:`QUICKSTART_CONFIG`, ``trainer/config
 5. held-out success of the warm-up, the RL policy and the control, each sampled at the rollout temperature
    (``eval.repeats`` × ``eval.num_tasks`` episodes, 95% normal intervals) and greedy.
 
+``agentgym quickstart --model smollm2-135m-instruct`` runs the same five steps on a pretrained LLM with its
+own recipe (:data:`MODEL_RECIPES`; ``trainer/configs/smollm2_maze.yaml``).
+
 Held-out tasks are never trained on (seeded envs: odd reset seeds, training uses even ones). The RL
 checkpoint is saved in the run directory with a learning-curve PNG. The last line printed is
 ``held-out success: before=<p±ci> after=<p±ci> bc_control=<p±ci> …`` (sampled figures first, greedy after).
@@ -33,18 +36,29 @@ if TYPE_CHECKING:
 #: too; ``configs/quickstart.yaml`` in a checkout is a link to this file.
 QUICKSTART_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "quickstart.yaml"
 
+#: ``--model NAME``: the recipe that warms up and trains that pretrained model (package data beside
+#: :data:`QUICKSTART_CONFIG`; each is also ``agentgym train configs/<file>``).
+MODEL_RECIPES = {"smollm2-135m-instruct": QUICKSTART_CONFIG.with_name("smollm2_maze.yaml")}
 
-def quickstart_config(out_dir: str, overrides: list[str] = ()) -> TrainConfig:
-    """The quickstart's :class:`~trainer.config.TrainConfig`: :data:`QUICKSTART_CONFIG`, run in ``out_dir``,
-    then the user's ``key=value`` overrides."""
+
+def quickstart_config(out_dir: str, overrides: list[str] = (), model: str | None = None) -> TrainConfig:
+    """The quickstart's :class:`~trainer.config.TrainConfig`: :data:`QUICKSTART_CONFIG` (or the recipe of
+    ``model``, :data:`MODEL_RECIPES`), run in ``out_dir``, then the user's ``key=value`` overrides."""
     from ..config import load_config
+    from ..errors import ConfigError
 
-    return load_config(QUICKSTART_CONFIG, [f"out_dir={out_dir}", *overrides])
+    if model is not None and model not in MODEL_RECIPES:
+        raise ConfigError(f"expected --model to be one of {', '.join(sorted(MODEL_RECIPES))}, got {model!r}; "
+                          f"other models train with `agentgym train <recipe> policy.path=<model>`")
+    recipe = QUICKSTART_CONFIG if model is None else MODEL_RECIPES[model]
+    return load_config(recipe, [f"out_dir={out_dir}", *overrides])
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("overrides", nargs="*", metavar="key=value", help="changes to the quickstart settings")
     parser.add_argument("--out-dir", default=None, help="run directory (default: a fresh temporary one)")
+    parser.add_argument("--model", default=None, choices=sorted(MODEL_RECIPES),
+                        help="a pretrained model and its recipe instead of the tiny policy (CPU, about an hour)")
 
 
 def held_out(trainer: Trainer) -> dict[str, dict[str, float]]:
@@ -77,13 +91,16 @@ def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     say = lambda line: print(f"[{_clock(start)}] {line}", flush=True)  # noqa: E731
     out_dir = args.out_dir or tempfile.mkdtemp(prefix="agentgym-quickstart-")
-    config = quickstart_config(out_dir, list(args.overrides))
-    say("building the tiny policy (tokenizer + model, cached after the first run)")
+    model = getattr(args, "model", None)
+    config = quickstart_config(out_dir, list(args.overrides), model)
+    say(f"loading {model} (dequantised once, then cached)" if model
+        else "building the tiny policy (tokenizer + model, cached after the first run)")
     trainer = Trainer(config)
     try:
         say(f"warm-up: behaviour cloning on {config.bc.episodes} scripted-expert episodes of {config.env.env_id}")
         say(f"warm-up done: {trainer.warm_up()}")
-        trainer.save()  # step 0: the warmed-up policy (``agentgym train`` on this out_dir resumes from here)
+        if config.checkpoint_last:  # step 0: the warmed-up policy (``agentgym train`` on this out_dir resumes here)
+            trainer.save()
         bc_weights = copy.deepcopy(trainer.model.state_dict())
         before = held_out(trainer)
         say(f"held-out after warm-up: {_both(before)}")
