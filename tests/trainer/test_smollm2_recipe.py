@@ -17,8 +17,9 @@ from trainer.models import registry
 
 NAME = "smollm2-135m-instruct"
 ROOT = Path(__file__).resolve().parents[2]
-#: Only sizes change: two updates of 2 tasks x G 2 episodes of at most 4 turns, 3 BC episodes (won ones kept), replies of <= 4 tokens (a move and
-#: <|im_end|>), no checkpoint. Alone on 2 cores it takes about a minute; on a machine with load 9 it took 150-185 s.
+#: Only sizes change: two updates of 2 tasks x G 2 episodes of at most 4 turns, 3 BC episodes (won ones kept),
+#: replies of <= 4 tokens (a move and <|im_end|>), no checkpoint. Measured so far only on a 2-core machine at
+#: load ~9 (eight engineers' jobs): 150-185 s with 8-token replies; not yet timed alone.
 SHRINK = ["steps=2", "rollout.tasks_per_step=2", "rollout.group_size=2", "env.max_turns=4", "bc.episodes=3",
           "bc.epochs=1", "rollout.max_new_tokens=4", "algorithm.filter_zero_variance=false", "checkpoint_last=false"]
 
