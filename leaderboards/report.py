@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .stats import macro_rate_ci, mean_pass_at_k, wilson
+from .env_versions import clash_line, first_clash, releases, suite_env_ids
+from .errors import StoreError
 from .store import Run, Store, open_store
 
 CHARS_PER_TOKEN = 4.0
@@ -58,6 +60,8 @@ class RunReport:
     pass_at: dict[int, float | None] = field(default_factory=dict)
     infra_failures: int = 0
     unscored: int = 0
+    releases: list[str] = field(default_factory=list)
+    """agentgym releases that played the run (``env_versions``); empty for stores written before 0.2.0."""
 
     @property
     def episodes(self) -> int:
@@ -100,6 +104,9 @@ def collect(paths: list[str | Path]) -> list[SuiteReport]:
 
     Runs are grouped by suite, version and fingerprint: two definitions that share a version (an edit
     without a bump) get separate sections, marked with their fingerprints, rather than one misleading table.
+    Runs of one suite version on different versions of an env (only stores written before 0.2.0, or several
+    stores combined, can hold them) are refused with a :class:`~leaderboards.errors.StoreError`: a suite
+    version's numbers are comparable only on the same env versions (:mod:`leaderboards.env_versions`).
     """
     suites: dict[tuple[str, int, str], SuiteReport] = {}
     labels: dict[tuple[str, int, str, str], int] = defaultdict(int)
@@ -111,11 +118,24 @@ def collect(paths: list[str | Path]) -> list[SuiteReport]:
                 labels[key + (run.name,)] += 1
                 label = run.name if labels[key + (run.name,)] == 1 else f"{run.name} ({Path(path).stem})"
                 suite.runs.append(_run_report(store, run, label, suite))
+    _check_env_versions(list(suites.values()))
     for (name, version, fingerprint), suite in suites.items():
         if sum(k[:2] == (name, version) for k in suites) > 1:
             suite.fingerprint = fingerprint
         suite.runs.sort(key=lambda r: (-r.overall[0], r.label))
     return sorted(suites.values(), key=lambda s: (s.name, s.version, s.fingerprint))
+
+
+def _check_env_versions(suites: list[SuiteReport]) -> None:
+    by_version: dict[tuple[str, int], list[tuple[str, str]]] = defaultdict(list)
+    for suite in suites:
+        for run in suite.runs:
+            where = f"run {run.run.name!r} of {run.store}"
+            by_version[(suite.name, suite.version)] += [(env_id, where) for env_id in suite_env_ids(run.run.suite_json)]
+    for (name, version), ids in by_version.items():
+        if clash := first_clash(ids):
+            raise StoreError(clash_line(f"{name} v{version}", clash, "a leaderboard table shows one version of each "
+                                        "env: report those stores separately (one --store each)"))
 
 
 def _suite_report(run: Run) -> SuiteReport:
@@ -148,6 +168,7 @@ def _run_report(store: Store, run: Run, label: str, suite: SuiteReport) -> RunRe
     failed = {(r["entry"], r["episode_index"]) for r in store.infra_rows(run)}
     report.infra_failures = len(store.infra_rows(run))
     report.unscored = len(failed - store.finished(run))
+    report.releases = releases(store.db, run.id)
     return report
 
 
@@ -169,7 +190,8 @@ NOTES = ("success: mean over env families of the share of episodes won, with a 9
          "interval; family columns: share won [95% Wilson interval]; pass@k: unbiased estimator over each task's "
          "repeated episodes, averaged like success (pass@1 = success); tokens/ep: prompt + completion tokens "
          "summed over the episode's turns (≈: characters / 4, for policies that report no tokens); infra: failed "
-         "attempts, never scored.")
+         "attempts, never scored; env versions: each env id ends in its version (-vN), the same for every run of a "
+         "suite version; agentgym: the release(s) that played the run (— for stores written before 0.2.0).")
 
 
 def fmt_rate(value: float, lo: float, hi: float) -> str:
@@ -186,7 +208,7 @@ def main_rows(suite: SuiteReport) -> tuple[list[str], list[list[str]]]:
     """The leaderboard table: header and one row per run (shared by the Markdown and HTML renderers)."""
     ks = list(range(2, suite.max_repeats + 1))
     header = (["policy", "success (95% CI)"] + [f"pass@{k}" for k in ks] + suite.families
-              + ["steps/ep", "tokens/ep", "s/ep", "episodes", "infra"])
+              + ["steps/ep", "tokens/ep", "s/ep", "episodes", "infra", "agentgym"])
     rows = []
     for run in suite.runs:
         passes = [("—" if run.pass_at.get(k) is None else f"{run.pass_at[k]:.2f}") for k in ks]
@@ -194,7 +216,8 @@ def main_rows(suite: SuiteReport) -> tuple[list[str], list[list[str]]]:
         wall = sum(run.wall_s) / len(run.wall_s) if run.wall_s else 0.0
         rows.append([run.label, fmt_rate(*run.overall), *passes, *families, f"{run.mean(run.steps):.1f}",
                      fmt_tokens(run), f"{wall:.3g}", f"{run.episodes}/{run.planned}",
-                     f"{run.infra_failures}" + (f" ({run.unscored} unscored)" if run.unscored else "")])
+                     f"{run.infra_failures}" + (f" ({run.unscored} unscored)" if run.unscored else ""),
+                     ", ".join(run.releases) or "—"])
     return header, rows
 
 

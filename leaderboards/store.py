@@ -14,8 +14,10 @@ run created twice, the schema created twice) cannot interleave with another writ
 
 The ``schema_version`` table says how to read the file; a store from a newer agentgym is refused rather
 than misread. The runners' ``leases`` and ``runners`` tables (:mod:`leaderboards.leases`) are added by the
-first runner that needs them, within version 1: older readers ignore them; so is the ``starts`` table
-(:mod:`leaderboards.starts`), each episode's start recorded with it. Opening never rewrites an existing file that
+first runner that needs them, within version 1: older readers ignore them; so are the ``starts`` table
+(:mod:`leaderboards.starts`), each episode's start recorded with it, and ``env_versions``
+(:mod:`leaderboards.env_versions`), the env versions and agentgym release of each run, whose policy the store
+enforces: one version of each env per suite version. Opening never rewrites an existing file that
 is not a healthy store of ours: it raises :class:`~leaderboards.errors.StoreError` and leaves it as it was.
 """
 
@@ -29,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .env_versions import clash_line, first_clash, package_version, record_versions, suite_env_ids
 from .errors import StoreError
 from .records import EpisodeRecord, InfraFailure, utf8_text
 from .starts import ensure_table, write_start
@@ -160,6 +163,7 @@ class Store:
     def run(self, name: str, policy: str, suite: Suite, config: dict[str, Any]) -> Run:
         """The run ``(name, suite, version)``, created if new; refuses one whose suite or policy changed."""
         self._for_writing()
+        self._check_env_versions(suite)
         found = self.find_run(name, suite.name, suite.version)
         if found is None:
             with self.db:  # OR IGNORE: another runner may have created the same run since the lookup
@@ -171,7 +175,17 @@ class Store:
             found = self.find_run(name, suite.name, suite.version)
             assert found is not None
         _check_same(found, policy, suite)
+        record_versions(self.db, found.id, (e.env_id for e in suite.entries), package_version())
         return found
+
+    def _check_env_versions(self, suite: Suite) -> None:
+        """Refuse results on env versions other than those the stored runs of this suite version ran."""
+        runs = [r for r in self.runs() if (r.suite, r.suite_version) == (suite.name, suite.version)]
+        stored = [(env_id, f"run {r.name!r}") for r in runs for env_id in suite_env_ids(r.suite_json)]
+        clash = first_clash(stored + [(e.env_id, "this run") for e in suite.entries])
+        if clash:
+            raise StoreError(clash_line(f"{suite.name} v{suite.version}", clash, "bump the suite's 'version' when it "
+                                        f"moves to a new env version, or pass --store NEW_PATH (this one: {self.path})"))
 
     def find_run(self, name: str, suite: str, version: int) -> Run | None:
         row = self.db.execute("SELECT * FROM runs WHERE name = ? AND suite = ? AND suite_version = ?",

@@ -38,6 +38,7 @@ from typing import Any
 
 from agentgym_envs.seeding import episode_seed
 
+from .env_versions import first_clash
 from .errors import SuiteError
 
 SUITES_DIR = Path(__file__).parent / "suites"
@@ -169,6 +170,7 @@ def _resolve(raw: tuple[dict[str, Any], Path], stack: tuple[str, ...]) -> Suite:
     if not entries:
         raise SuiteError(f"{where}: a suite needs 'entries' or 'families'; it has neither")
     _check_unique(entries, where)
+    _check_one_version_each(entries, where)
     sampling = {**BUILTIN_SAMPLING, **_mapping(data, "sampling", where)}
     _check_keys(sampling, SAMPLING_KEYS, f"{where}: sampling")
     return Suite(name, version, tuple(entries), sampling, str(data.get("description", "")).strip(), where)
@@ -281,6 +283,16 @@ def _check_unique(entries: list[Entry], where: str) -> None:
         if e.key in seen:
             raise SuiteError(f"{where}: {e.key} appears twice; give the copies different kwargs or merge them")
         seen.add(e.key)
+
+
+def _check_one_version_each(entries: list[Entry], where: str) -> None:
+    """Refuse two versions of one env (``X-v0`` and ``X-v1``): they are different tasks, and a suite's numbers
+    pool its entries (:mod:`leaderboards.env_versions`)."""
+    clash = first_clash((e.env_id, where) for e in entries)
+    if clash:
+        (old, _), (new, _) = clash
+        raise SuiteError(f"{where}: names {old} and {new}, two versions of one env; a suite measures one version of "
+                         "each env (results of different versions must not mix): keep one of them")
 
 
 def _mapping(data: dict[str, Any], key: str, where: str) -> dict[str, Any]:

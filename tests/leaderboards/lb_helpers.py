@@ -90,8 +90,11 @@ class FlakyEnv(TextEnv):
 
 
 FLAKY_ID = "agentgym/TestFlaky-v0"
-if FLAKY_ID not in gymnasium.registry:
-    gymnasium.register(FLAKY_ID, entry_point=FlakyEnv, max_episode_steps=5)
+FLAKY_V1_ID = "agentgym/TestFlaky-v1"
+"""A second version of the same env, for the env-version policy's tests (registered in this process only)."""
+for _id in (FLAKY_ID, FLAKY_V1_ID):
+    if _id not in gymnasium.registry:
+        gymnasium.register(_id, entry_point=FlakyEnv, max_episode_steps=5)
 
 
 @pytest.fixture
