@@ -3,7 +3,8 @@
 The tree is the architecture:
 
 * ``suite.py`` and ``suites/*.yaml`` — what is measured: versioned suites of env ids, splits, task counts,
-  seeds and step limits (``smoke``, ``core``, one per env family).
+  seeds and step limits (``smoke``, ``core``, one per env family); ``env_versions.py`` — the env-version policy
+  (one version of each env per suite version) that suites, the store and reports enforce.
 * ``policies/`` — what is measured *with*: ``--policy`` SPECs (``random``, ``expert``, ``hf:``, ``vllm:``,
   ``openai:``, ``checkpoint:``) parsed and built into :class:`~agentgym_envs.policies.Policy` objects.
 * ``episode.py`` — one episode: env → protocol wrapper → chat → policy, every step recorded; infrastructure

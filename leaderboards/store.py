@@ -184,8 +184,9 @@ class Store:
         stored = [(env_id, f"run {r.name!r}") for r in runs for env_id in suite_env_ids(r.suite_json)]
         clash = first_clash(stored + [(e.env_id, "this run") for e in suite.entries])
         if clash:
-            raise StoreError(clash_line(f"{suite.name} v{suite.version}", clash, "bump the suite's 'version' when it "
-                                        f"moves to a new env version, or pass --store NEW_PATH (this one: {self.path})"))
+            remedy = (f"bump the suite's 'version' when it moves to a new env version, or pass --store NEW_PATH "
+                      f"(this one: {self.path})")
+            raise StoreError(clash_line(f"{suite.name} v{suite.version}", clash, remedy))
 
     def find_run(self, name: str, suite: str, version: int) -> Run | None:
         row = self.db.execute("SELECT * FROM runs WHERE name = ? AND suite = ? AND suite_version = ?",

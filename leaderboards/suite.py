@@ -2,7 +2,8 @@
 
 A suite is data, not code, so that a result can say exactly what it measured: the runner stores the suite's
 name, version and :attr:`Suite.fingerprint` (a hash of the fully resolved entries) with every run, and refuses
-to resume a run whose suite changed without a version bump.
+to resume a run whose suite changed without a version bump. A suite names one version of each env: two
+(``X-v0`` and ``X-v1``) are refused (why: :mod:`leaderboards.env_versions`).
 
 File shape (``leaderboards/suites/<name>.yaml``)::
 
