@@ -14,6 +14,7 @@ from meta_envs.design import designers
 from meta_envs.design.archive import EnvArchive
 from meta_envs.design.designers import HillClimber, good_module, last_p_hat, renamed_duplicate
 from meta_envs.design.env_design import EnvDesignEnv, extract_module, module_difficulty
+from meta_envs.design.sandboxed import set_measurement_key
 
 SEEDS = tuple(range(100, 108))  # the solver's play seeds, fixed so p_hat is reproducible
 
@@ -37,8 +38,8 @@ def test_unparseable_and_empty_designs_get_minus_one():
     assert reward == -1.0 and info["outcome"] == "unparseable" and info["gates"][-1]["name"] == "parse"
     env = EnvDesignEnv()
     env.reset(seed=0)
-    _, reward, terminated, _, info = env.step("```python\n```")
-    assert reward == -1.0 and not info["action_valid"] and not terminated
+    _, reward, terminated, _, info = env.step("```python\n```")  # no module: ends the episode, as unparseable source
+    assert reward == -1.0 and not info["action_valid"] and terminated and info["outcome"] == "unparseable"
     env.close()
 
 
@@ -108,6 +109,22 @@ def test_renamed_duplicate_is_cut_by_at_least_eighty_percent():
     assert info["outcome"] == "ok" and info["reward_components"]["dup"] >= 0.8, info["gates"][-1]
     assert info["reward_components"]["nearest"] == EnvArchive(env.archive.path).entries()[0].sha
     env.close()
+
+
+def test_an_exact_duplicate_is_refused_by_another_host_process_on_the_same_archive(tmp_path):
+    """Gate seeds are keyed per host process; fingerprints are taken on the archive's own seeds
+    (``<archive>/.fingerprint_key``), so a resubmitted env behaves exactly like its archived self again."""
+    set_measurement_key(b"host-one")
+    first = EnvDesignEnv(play_seeds=SEEDS, archive=str(tmp_path))
+    original, info = design(good_module(0.4), first)
+    first.close()
+    assert info["accepted"] and original >= 0.5
+    set_measurement_key(b"host-two")  # another process: its own secret, its own gate seeds
+    second = EnvDesignEnv(play_seeds=SEEDS, archive=str(tmp_path))
+    copy, info = design(good_module(0.4), second, seed=3)
+    second.close()
+    assert copy == -0.5 and info["outcome"] == "gate" and not info["accepted"], info["gates"][-1]
+    assert info["gates"][-1]["name"] == "novelty" and "behaves exactly like archived env" in info["gates"][-1]["detail"]
 
 
 def test_a_renamed_duplicate_padded_with_dead_code_is_cut_too():
