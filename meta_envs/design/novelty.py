@@ -298,8 +298,12 @@ class NoveltyGate:
 
     def __init__(self, archive: Any):
         self.archive = archive
-        key = getattr(archive, "fingerprint_key", None)
-        self.fingerprint_seeds = fingerprint_seeds(key=key() if callable(key) else None)
+
+    @functools.cached_property
+    def fingerprint_seeds(self) -> list[int]:
+        """Read (or drawn) only when asked: judging a fingerprint needs no key."""
+        key = getattr(self.archive, "fingerprint_key", None)
+        return fingerprint_seeds(key=key() if callable(key) else None)
 
     def __call__(self, source: str, stats: dict) -> Any:
         from .gates import GateResult

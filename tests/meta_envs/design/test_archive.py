@@ -155,3 +155,15 @@ def test_novelty_gate_fails_only_an_exact_behavioural_duplicate(tmp_path):
     near = gate(RENAMED, {"fingerprint": {"0": "a", "1": "c"}})
     assert near.passed and "dup 1.00" in near.detail
     assert gate(OTHER, {}).passed
+
+
+def test_the_fingerprint_key_is_drawn_once_and_a_damaged_one_is_refused(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(8) as pool:  # racing first uses agree on one key
+        keys = set(pool.map(lambda _: EnvArchive(tmp_path).fingerprint_key(), range(16)))
+    assert len(keys) == 1 and len(next(iter(keys))) == 32
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".tmp")] == []  # no temp files left
+    (tmp_path / ".fingerprint_key").write_bytes(b"short")
+    with pytest.raises(ArchiveError, match="expected 32 bytes, got 5; remove it"):
+        EnvArchive(tmp_path).fingerprint_key()
