@@ -118,3 +118,13 @@ def test_the_sandbox_cannot_read_the_archives_key(tmp_path):
         env.reset(1)
         seen = env.instruction
     assert seen in ("FileNotFoundError", "PermissionError"), seen
+
+
+def test_a_failing_gates_detail_counts_fingerprint_seeds_without_naming_them():
+    """The designer reads gate details: a fingerprint seed it could read there, it could special-case."""
+    set_measurement_key(b"host-one")
+    report = gates.validate_module(example_module("nondet_hash"), lint=False)
+    detail = report.gates[-1].detail
+    assert report.failed_gate == "determinism" and "8 fingerprint seeds gave different trajectories" in detail, detail
+    assert not any(str(seed) in detail for seed in novelty.fingerprint_seeds())
+    assert all(str(seed) in detail for seed in gates.gate_seeds())  # gate seeds are named as before
