@@ -23,16 +23,6 @@ from agentgym_envs.registration import env_ids
 
 #: A sentence in the voice of a reply-format rule ("Reply with …", "Answer with …", "Call one tool …").
 FORMAT_VOICE = re.compile(r"\b(?:repl(?:y|ies)|respond|answer with|call (?:exactly )?one tool)\b", re.IGNORECASE)
-#: Meta-envs whose replies are whole documents (a module, a SKILL.md, a JSON config): their families are
-#: played under ``plain`` only, and their text is owned by meta_envs/ (see the report of issue 32).
-DOCUMENT_ENVS = {"agentgym/EnvDesign-v0", "agentgym/TaskDesign-v0", "agentgym/Reflect-v0",
-                 "agentgym/SkillLibrary-v0", "agentgym/Generated-v0"}
-#: Envs whose own invalid-action rule (native garbage under ``plain``, which the wrapper passes on) leaves
-#: their declared bounds: meta_envs/ owns them (reported in issue 32).
-OWN_RULE_OUT_OF_BOUNDS = {
-    "agentgym/SkillLibrary-v0": "SkillLibrary: -1 per invalid operation over 4 operations, bounds (-2, 1)",
-    "agentgym/TaskDesign-v0": "TaskDesign: -1 per invalid config (a first and 2 corrections), bounds (-1, 1)",
-}
 NON_PLAIN = [p for p in protocol_names() if not get_protocol(p).shows_env_format]
 
 
@@ -54,12 +44,12 @@ def test_plain_shows_the_env_text_unchanged(env_id):
     assert info["system_prompt"] == f"{raw_info['system_prompt']}\n\n{plain.instructions(base)}"
     prompt = f"{raw_info['system_prompt']}\n{raw_info.get('instruction', '')}\n{raw_obs}"
     table = reply_format_table(base)
-    if env_id not in DOCUMENT_ENVS and FORMAT_VOICE.search(raw_info["system_prompt"] + raw_obs):
+    if FORMAT_VOICE.search(raw_info["system_prompt"] + raw_obs):
         assert any(phrase in prompt for phrase in table), f"{env_id}: its reply-format sentence is not declared"
 
 
 @pytest.mark.parametrize("protocol", NON_PLAIN)
-@pytest.mark.parametrize("env_id", sorted(set(env_ids()) - DOCUMENT_ENVS))
+@pytest.mark.parametrize("env_id", env_ids())
 def test_one_reply_format_voice(env_id, protocol):
     obs, info, base = _reset(env_id, protocol)
     proto = get_protocol(protocol)
@@ -93,8 +83,6 @@ def test_garbage_keeps_the_return_inside_the_reward_bounds(env_id, protocol):
             episode_return += reward
             turns += 1
             ended = terminated or truncated
-        if env_id in OWN_RULE_OUT_OF_BOUNDS and protocol == "plain":
-            pytest.xfail(OWN_RULE_OUT_OF_BOUNDS[env_id])
         assert low - 1e-9 <= episode_return <= high + 1e-9, f"return {episode_return} after {turns} turns, bounds {(low, high)}"
         if getattr(env.unwrapped, "invalid_action_ends_episode", False):
             assert turns == 1 and episode_return == env.unwrapped.invalid_action_penalty and terminated

@@ -10,7 +10,8 @@ format to use, ``info["action_valid"]`` is ``False`` and ``info["parse_error"]``
 env's ``invalid_action_penalty``, and the episode ends when the env declares that an invalid action ends it
 (``invalid_action_ends_episode``, as "an illegal move loses at once" in the games). The penalty is bounded:
 it never takes the episode's return below the env's ``reward_bounds[0]``, so a stream of garbage earns what
-one illegal move earns under ``plain``, never more.
+one illegal move earns under ``plain``, never more; nor does a loss the env pays after such penalties (the
+env cannot see them), which is cut to the floor with ``info["reward_uncut"]`` set.
 
 **The first prompt** (:mod:`.prompt`): the protocol owns the reply format, the env the task and the legal
 moves. Outside ``plain`` the env's reply-format phrases (its ``reply_format`` table) are replaced by their
@@ -127,8 +128,11 @@ class ActionProtocolWrapper(gymnasium.Wrapper[str, str, str, str]):
             truncated = True
         self._over = bool(terminated or truncated)
         self._last_info = info
-        self._return += float(reward)
-        return observation, reward, terminated, truncated, info
+        paid = self._bounded(float(reward))
+        if paid != reward:
+            info["reward_uncut"] = float(reward)
+        self._return += paid
+        return observation, paid, terminated, truncated, info
 
     def _limit_reached(self) -> bool:
         return self.max_turns is not None and self._turns >= self.max_turns
@@ -144,7 +148,7 @@ class ActionProtocolWrapper(gymnasium.Wrapper[str, str, str, str]):
             info["thought"] = parsed.thought
         if terminated:
             return str(parsed.error), 0.0, True, False, info
-        reward = self._bounded_penalty()
+        reward = self._bounded(self._penalty)
         self._return += reward
         terminated = self._ends_on_invalid
         truncated = not terminated and self._limit_reached()
@@ -154,8 +158,9 @@ class ActionProtocolWrapper(gymnasium.Wrapper[str, str, str, str]):
             observation += "\nAn invalid reply ends this episode, as an illegal move does."
         return observation, reward, terminated, truncated, info
 
-    def _bounded_penalty(self) -> float:
-        """The env's invalid-action penalty, cut so the episode's return stays at or above ``reward_bounds[0]``."""
-        if self._penalty >= 0:
-            return self._penalty
-        return max(self._penalty, min(0.0, self._lowest_return - self._return))
+    def _bounded(self, reward: float) -> float:
+        """A loss (the env's invalid-action penalty, or its own reward) cut so the episode's return stays at or
+        above ``reward_bounds[0]``; gains pass unchanged."""
+        if reward >= 0:
+            return reward
+        return max(reward, min(0.0, self._lowest_return - self._return))

@@ -45,9 +45,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from agentgym_envs.core.errors import InfraError, InvalidAction
+from agentgym_envs.core.errors import InfraError
 from agentgym_envs.core.text_env import Step, TextEnv
 
+from ..bounded_return import BoundedReturn
 from . import reward as rewards
 from .archive import EnvArchive, json_safe, source_sha
 from .contract import CONTRACT_BRIEF, MAX_SOURCE_BYTES
@@ -132,7 +133,7 @@ def gate_report(source: str, backend: str, seeds: tuple[int, ...], limits: Any, 
     return report
 
 
-class EnvDesignEnv(TextEnv):
+class EnvDesignEnv(BoundedReturn, TextEnv):
     """The designer's env: one module per episode, validated, played by the solver, rewarded, archived."""
 
     system_prompt: ClassVar[str] = (
@@ -141,6 +142,11 @@ class EnvDesignEnv(TextEnv):
         "solver wins about half the time, that reward skill over luck, and that are new.")
     reward_bounds: ClassVar[tuple[float, float]] = (-1.0, 1.0)
     invalid_action_penalty: ClassVar[float] = -1.0
+    #: One design per episode: a reply with no module (or, under a protocol, no parseable reply) ends it at −1.
+    invalid_action_ends_episode: ClassVar[bool] = True
+    #: Under react/tags/tool_calls the protocol says how to reply; the action is still one Python module.
+    reply_format: ClassVar[dict[str, str]] = {
+        "Reply with one Python module that follows": "A design is one Python module that follows"}
     max_action_chars: ClassVar[int] = 2 * MAX_SOURCE_BYTES
     snapshot_exclude: ClassVar[tuple[str, ...]] = ("solver", "archive", "_temp", "_fingerprint_seeds")
 
@@ -192,8 +198,13 @@ class EnvDesignEnv(TextEnv):
 
     def _step(self, action: str) -> Step:
         source = extract_module(action)
-        if not source.strip():
-            raise InvalidAction("Invalid design: no module found; reply with one Python module defining class Env.")
+        if not source.strip():  # an invalid design ends the episode, as unparseable source does
+            value, components = rewards.designer_reward("unparseable")
+            reason = "no module found (one Python module defining class Env, raw or in one ```python block)"
+            info = {"outcome": "unparseable", "gates": [], "reward_components": components, "sha256": None,
+                    "accepted": False, "action_valid": False, "parse_error": reason}
+            return Step(f"Invalid design: {reason}; the episode is over.", value, terminated=True, won=False,
+                        score=value, info=info)
         try:
             verdict = self._judge(source)
         except InfraError as e:

@@ -57,6 +57,9 @@ class GeneratedEnv(TextEnv):
     system_prompt: ClassVar[str] = ("You play a small generated text game. Reply with exactly one of the legal "
                                     "actions.")
     reward_bounds: ClassVar[tuple[float, float]] = (-1.0, 1.0)
+    #: Under react/tags/tool_calls the protocol says how to reply; an action is still one legal action.
+    reply_format: ClassVar[dict[str, str]] = {
+        "Reply with exactly one of the legal actions.": "An action is exactly one of the legal actions."}
 
     def __init__(self, archive: str | None = None, sha: str | None = None, rule: str = "uniform",
                  backend: str = "bwrap", limits: Any = None, render_mode: str | None = None):

@@ -24,7 +24,9 @@ gate, 0 when our own machinery failed (``info["infra_error"]``, the episode trun
 ``S·[0.6·B(p̂) + 0.4·R̃]·(1 − dup)``. ``dup`` is 1 for a config whose instance is already in the archive,
 else the near-duplicate share of its closest archived config of the family (Jaccard of their leaf
 values, ramped by :func:`meta_envs.design.novelty.ramp`). Reward bounds [−1, 1]; a reply the base
-contract rejects (empty, over-long, not text) costs ``invalid_action_penalty`` = −1 and no repair.
+contract rejects (empty, over-long, not text) costs ``invalid_action_penalty`` = −1 and no repair. Every
+reward is cut so the episode's return stays inside the bounds (:mod:`meta_envs.bounded_return`): after such
+a reply, a last failed config costs nothing more.
 
 Info (every step): ``family``, ``attempt``, ``repairs_left``, and after a config: ``gates``,
 ``outcome`` (``ok``/``unparseable``/``schema``/``gate``/``infra``), ``reward_components`` (every term
@@ -58,6 +60,7 @@ from agentgym_envs.checker import check_env
 from agentgym_envs.core import InfraError, Step, TextEnv
 from agentgym_envs.seeding import derive_rng, derive_seed
 
+from ..bounded_return import BoundedReturn
 from .families import DEFAULT_FAMILIES, FAMILY_NAMES, ConfigError, family, held_out_hashes, instance_hash
 from .families.play import NoisyExpert, expert_solves, success
 from .families.schema import validate
@@ -112,12 +115,17 @@ class _GateRun:
         return value
 
 
-class TaskDesignEnv(TextEnv):
+class TaskDesignEnv(BoundedReturn, TextEnv):
     """The designer writes a task config; see the module docstring."""
 
     system_prompt: ClassVar[str] = SYSTEM_PROMPT
     reward_bounds: ClassVar[tuple[float, float]] = (-1.0, 1.0)
     invalid_action_penalty: ClassVar[float] = -1.0
+    #: Under react/tags/tool_calls the protocol says how to reply; an action is still one JSON config.
+    reply_format: ClassVar[dict[str, str]] = {
+        "Reply with exactly one JSON object: a task config": "A design is exactly one JSON object: a task config",
+        "Reply with one JSON object.": "A design is one JSON object.",
+    }
     snapshot_exclude: ClassVar[tuple[str, ...]] = ("solver", "archive_path", "last_timings")
 
     def __init__(self, family: str | None = None, families: Sequence[str] = DEFAULT_FAMILIES, solver: Any = None,

@@ -27,7 +27,9 @@ positive ``U`` farms nothing, while a harmful one still pays its negative ``r``.
 ``KEEP`` and ``DONE`` earn 0 and measure nothing. An action that is no applicable operation (an unknown verb,
 a malformed SKILL.md, a name not in the library, a body over ``token_budget`` by the rule or by the actor's
 own tokenizer when it has one, a change with which the actor's prompt no longer fits its model's context) is
-``action_valid=False``, reward −1, and still counts as an operation. A ``kind: code`` skill (Terminal) must pass the tests it brings, run in a sandbox, before
+``action_valid=False``, reward −1, and still counts as an operation. Every reward is cut so the episode's
+return stays inside ``reward_bounds`` = (−2, 1) (:mod:`meta_envs.bounded_return`): two invalid operations
+reach the floor, and further losses are then free (``info["reward_uncut"]`` says what was cut). A ``kind: code`` skill (Terminal) must pass the tests it brings, run in a sandbox, before
 its utility is measured; failing them is reward −1 (``info["code_skill"]`` says why). Our sandbox, a base
 env or the actor (a model server) failing on its own is ``info["infra_error"]`` (the episode is truncated,
 reward 0).
@@ -50,6 +52,7 @@ from typing import Any, ClassVar
 
 from agentgym_envs.core import InfraError, Step, TextEnv
 
+from ..bounded_return import BoundedReturn
 from .actor import Actor, ProcedureActor
 from .model_actor import actor_from_spec, document_tokens
 from .library import SkillLibrary
@@ -101,7 +104,7 @@ into the library only if U - sd/sqrt(n) > 0 and at most 10% of probes regress, a
 at most 0. Invalid operations: -1."""
 
 
-class SkillLibraryEnv(TextEnv):
+class SkillLibraryEnv(BoundedReturn, TextEnv):
     """The library-management meta-env; see the module docstring."""
 
     system_prompt: ClassVar[str] = (
@@ -109,6 +112,11 @@ class SkillLibraryEnv(TextEnv):
         "one library operation per turn. Operations are judged by their measured effect on held-out tasks.")
     reward_bounds: ClassVar[tuple[float, float]] = (-2.0, 1.0)
     invalid_action_penalty: ClassVar[float] = INVALID_REWARD
+    #: Under react/tags/tool_calls the protocol says how to reply; an action is still one operation.
+    reply_format: ClassVar[dict[str, str]] = {
+        "then reply with one library operation per turn.": "then send one library operation per turn.",
+        "One operation per reply": "One operation per turn",
+    }
     max_action_chars: ClassVar[int] = 64_000
     snapshot_exclude: ClassVar[tuple[str, ...]] = ("_runner",)
 

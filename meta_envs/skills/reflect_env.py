@@ -32,7 +32,9 @@ with ``retrieval="all"`` (:func:`~meta_envs.skills.showing.with_skills`): its te
 prompt. A malformed SKILL.md, a body over ``token_budget`` tokens (by the tokenizer-free rule and, when the
 actor has one, by its own tokenizer: :func:`~meta_envs.skills.model_actor.document_tokens`), or a document with
 which the actor's prompt no longer fits its model's context (and did with the previous one) is
-``action_valid=False`` with reward −1 (:data:`INVALID_PENALTY`) and leaves the document as it was.
+``action_valid=False`` with reward −1 (:data:`INVALID_PENALTY`) and leaves the document as it was. Every
+reward is cut so the episode's return stays inside ``reward_bounds`` = (−1, 1) (:mod:`meta_envs.bounded_return`):
+a second invalid document after the first costs nothing more.
 
 ``won`` is whether the current document beats ``D_0`` on the probes (the episode's summed U > 0), ``score``
 that summed U. Extra info keys after a measured document: ``round`` (documents submitted so far),
@@ -52,6 +54,7 @@ from typing import Any, ClassVar
 from agentgym_envs.core.errors import InfraError, InvalidAction
 from agentgym_envs.core.text_env import Step, TextEnv
 
+from ..bounded_return import BoundedReturn
 from .actor import Actor, ProcedureActor
 from .model_actor import ActorContextError, actor_from_spec, document_tokens
 from .library import SkillLibrary
@@ -65,7 +68,7 @@ INVALID_PENALTY = -1.0
 DONE = "DONE"
 
 
-class ReflectEnv(TextEnv):
+class ReflectEnv(BoundedReturn, TextEnv):
     """A reflector rewrites the actor's document; rewarded by the document's paired held-out utility."""
 
     system_prompt: ClassVar[str] = (
@@ -77,6 +80,13 @@ class ReflectEnv(TextEnv):
     )
     reward_bounds: ClassVar[tuple[float, float]] = (-1.0, 1.0)
     invalid_action_penalty: ClassVar[float] = INVALID_PENALTY
+    #: Under react/tags/tool_calls the protocol says how to reply; the action is still the whole document.
+    reply_format: ClassVar[dict[str, str]] = {
+        "Each turn, reply with the WHOLE document": "Each turn, your action is the WHOLE document",
+        "Reply DONE when you cannot improve it.": f"The action {DONE} ends the episode when you cannot improve it.",
+        "reply with the whole document each turn": "your action each turn is the whole document",
+        f"Reply with the whole new document, or {DONE}.": f"Your action: the whole new document, or {DONE}.",
+    }
     max_action_chars: ClassVar[int] = 262_144
     snapshot_exclude: ClassVar[tuple[str, ...]] = ("_runner", "actor")  # static: a model actor never pickles
 
