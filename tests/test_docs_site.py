@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -48,3 +49,54 @@ def test_readme_links_into_docs_resolve(site: Path):
         assert html_file.exists(), f"README links to docs/{page}.md, which is not in the site"
         if anchor:
             assert f'id="{anchor}"' in html_file.read_text(), f"README links to docs/{page}.md#{anchor}: no such heading"
+
+
+# --- the generated env pages (agentgym_envs.docgen) -------------------------------------------------------------
+# CI compares every section of every page except the baselines with a fresh read of its env (about 30 s for the
+# whole catalogue); the baselines are regenerated and compared in full for a few fast ids, and
+# `python -m agentgym_envs.docgen --check --baselines` compares all of them (about 2 minutes on 2 cores).
+
+FULL_IDS = ["agentgym/Maze-v0", "agentgym/GuessNumber-v0", "agentgym/Wordle-v0", "agentgym/TicTacToe-VsRandom-v0",
+            "agentgym/TicTacToe-v0"]
+
+
+def test_every_env_page_matches_its_env():
+    from agentgym_envs.docgen import check
+
+    problems = check(REPO / "docs" / "envs")
+    assert not problems, "env pages drifted from the envs; run `python -m agentgym_envs.docgen`:\n" + "\n".join(problems)
+
+
+def test_full_regeneration_is_byte_identical(tmp_path):
+    """Baselines and all: generation is deterministic, so a fresh page equals the committed one."""
+    from agentgym_envs.docgen import generate
+
+    for path in generate(tmp_path, FULL_IDS):
+        assert path.read_text() == (REPO / "docs" / "envs" / path.name).read_text(), f"{path.name} differs"
+
+
+def test_check_catches_a_drifted_missing_or_stale_page(tmp_path):
+    from agentgym_envs.docgen import check, missing_and_stale
+
+    pages = tmp_path / "envs"
+    shutil.copytree(REPO / "docs" / "envs", pages)
+    maze = pages / "maze-v0.md"
+    maze.write_text(maze.read_text().replace("`UnicodeText(0, 16384)`", "`UnicodeText(0, 99)`", 1))
+    (pages / "wordle-v0.md").unlink()
+    (pages / "retired-v0.md").write_text("# agentgym/Retired-v0\n")
+    assert check(pages, ["agentgym/Maze-v0"]) == ["maze-v0.md: section 'Spaces' differs from the env"]
+    assert missing_and_stale(pages) == ["wordle-v0.md: no page (run python -m agentgym_envs.docgen)",
+                                        "retired-v0.md: a page for no registered id"]
+
+
+def test_every_registered_id_has_a_page_in_the_site(site: Path):
+    import agentgym_envs
+    from agentgym_envs.docgen import slug
+
+    ids = [e.id for e in agentgym_envs.catalogue()]
+    assert len(ids) >= 74
+    for env_id in ids:
+        html_file = site / "envs" / slug(env_id) / "index.html"
+        assert html_file.exists(), f"{env_id} has no page in the site"
+    index_html = (site / "envs" / "index.html").read_text()
+    assert all(f'href="{slug(i)}/"' in index_html for i in ids), "the env index links every page"
