@@ -100,3 +100,29 @@ def test_every_registered_id_has_a_page_in_the_site(site: Path):
         assert html_file.exists(), f"{env_id} has no page in the site"
     index_html = (site / "envs" / "index.html").read_text()
     assert all(f'href="{slug(i)}/"' in index_html for i in ids), "the env index links every page"
+
+
+# --- the API page (docs/api.md, mkdocstrings) ----------------------------------------------------------------------
+
+API_OBJECTS = ["agentgym_envs.registration.make", "agentgym_envs.core.text_env.TextEnv", "agentgym_envs.core.tool_env.ToolEnv",
+               "agentgym_envs.core.task_env.TaskEnv", "agentgym_envs.protocols.wrapper.ActionProtocolWrapper",
+               "agentgym_envs.protocols.base.ActionProtocol", "agentgym_envs.vector.text_vector_env.TextVectorEnv",
+               "leaderboards.runner.run_bench", "trainer.config.TrainConfig", "trainer.config.RolloutConfig"]
+
+
+def test_api_page_documents_the_public_surface(site: Path):
+    html_text = (site / "api" / "index.html").read_text()
+    for name in API_OBJECTS:
+        assert f'id="{name}"' in html_text, f"{name} is not on the API page"
+    assert 'class="gp">&gt;&gt;&gt; </span>' in html_text, "doctest examples are rendered as code"
+
+
+def test_fence_doctests_wraps_examples_only():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("griffe_doctests", REPO / "scripts" / "griffe_doctests.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    text = 'Use it:\n\n>>> d = {"k": 1}\n>>> d["k"]\n1\n\nDone.'
+    assert module.fence_doctests(text) == 'Use it:\n\n```pycon\n>>> d = {"k": 1}\n>>> d["k"]\n1\n```\n\nDone.'
+    assert module.fence_doctests("no examples here") == "no examples here"
