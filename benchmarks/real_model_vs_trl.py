@@ -2,7 +2,8 @@
 multi-turn Maze through our TRL adapter: seconds per update, peak RSS, tokens/s, held-out success (issue 33 §3).
 
     .venv/bin/python benchmarks/real_model_vs_trl.py [--updates 3] [--group 4] [--prompts 4] [--max-new-tokens 32]
-        [--max-turns 6] [--lr 1e-5] [--kl 0] [--bc-episodes 16] [--bc-epochs 2] [--eval-tasks 16] [--threads 1]
+        [--max-turns 6] [--lr 1e-5] [--kl 0] [--bc-episodes 16] [--bc-epochs 2] [--bc-batch 4]
+        [--eval-tasks 16] [--threads 1] [--filter-zero-variance]
 
 **The task.** The recipe's env (``agentgym/Maze-Easy-v0``, 3×3 mazes, ``configs/smollm2_maze.yaml``), but under
 the ``tool_calls`` protocol on both sides: TRL's multi-turn path (``environment_factory``) only talks to an env
@@ -66,6 +67,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--kl", type=float, default=0.0)
     p.add_argument("--bc-episodes", type=int, default=16, help="shared BC warm-up (0: the pretrained model)")
     p.add_argument("--bc-epochs", type=int, default=2)
+    p.add_argument("--bc-batch", type=int, default=4, help="BC batch size (8 was killed for memory beside other jobs)")
     p.add_argument("--eval-tasks", type=int, default=16)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
@@ -98,7 +100,7 @@ def ours_config(args: argparse.Namespace, path: str, out_dir: str) -> Any:
                        "chat_template": template_path()},
             "env": {"env_id": ENV_ID, "protocol": "tool_calls", "max_turns": args.max_turns,
                     "train_kwargs": MAZE, "eval_kwargs": MAZE},
-            "bc": {"episodes": args.bc_episodes, "epochs": args.bc_epochs, "batch_size": 8, "lr": 1e-4},
+            "bc": {"episodes": args.bc_episodes, "epochs": args.bc_epochs, "batch_size": args.bc_batch, "lr": 1e-4},
             "rollout": {"tasks_per_step": args.prompts, "group_size": args.group, "max_new_tokens": args.max_new_tokens,
                         "temperature": 1.0, "max_context_tokens": 2048},
             "algorithm": {"estimator": "grpo", "filter_zero_variance": args.filter_zero_variance},
