@@ -135,7 +135,7 @@ def indivisible(cache: str, root: Path) -> dict:
     from trainer.cli.train import main as train
 
     printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
+    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
         code = train(["-", *BASE, *SGD, "rollout.tasks_per_step=3", f"policy.cache_dir={cache}", f"out_dir={root / 'bad'}"])
     return {"code": code, "printed": printed.getvalue()}
 

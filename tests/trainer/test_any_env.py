@@ -146,7 +146,8 @@ def test_a_tool_env_trains_through_tool_calls_in_the_models_own_tool_format(fami
     for t in trajectories:
         text = policy.decode(t.token_ids)
         prompt = policy.decode(t.token_ids[:t.prompt_length])
-        assert '"name": "guess"' in prompt and '"number"' in prompt  # the env's schema, in the template's tool block
+        # the env's schema: in the template's tool block, or listed once compactly where the template has none (Gemma)
+        assert ('"name": "guess"' in prompt and '"number"' in prompt) or "guess(number" in prompt
         assert t.num_turns == 2 and t.infra_error is None, t
         reply_ids = policy.encode(call) + [policy.end_id]
         assert [i for i, m in zip(t.token_ids, t.loss_mask) if m] == reply_ids * 2  # sampled ids, verbatim

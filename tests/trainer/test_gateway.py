@@ -321,7 +321,7 @@ def test_the_gateway_binds_loopback_unless_told_otherwise(tiny_policy, capsys):
     from agentgym_envs.cli.main import main
 
     assert main(["gateway", "--tiny", "--host", "0.0.0.0"]) == 2  # refused before any model is loaded
-    assert "not a loopback address" in capsys.readouterr().out
+    assert "not a loopback address" in capsys.readouterr().err  # user errors: one line on stderr
 
 
 def test_env_driven_sessions_get_the_stall_penalty_of_the_rollouts():

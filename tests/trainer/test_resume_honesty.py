@@ -88,7 +88,7 @@ def test_cli_refuses_a_changed_config_and_resume_forces_it(one_step_run, capsys)
     base, out = one_step_run
     argv = ["train", "-", *base, f"out_dir={out}", "optim.lr=0.01"]
     assert main(argv) == 2
-    said = capsys.readouterr().out
+    said = capsys.readouterr().err  # user errors: one line on stderr
     assert "agentgym train:" in said and "optim.lr: expected 0.001 (the checkpoint's), got 0.01" in said
     assert main(argv + ["--resume"]) == 0
     assert "held-out success" in capsys.readouterr().out
