@@ -40,3 +40,28 @@ def pytest_collection_modifyitems(config, items):
             raise pytest.UsageError(f"{require}=1 but {package} is not importable here; run {remedy}/bin/python")
         config.hook.pytest_deselected(items=marked)
         items[:] = [item for item in items if not item.get_closest_marker(marker)]
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def driver(tmp_path_factory):
+    """One headless Chromium per test module (Debian's chromium and chromium-driver, installed by
+    scripts/install.sh; a missing one is an error, not a skip), quit at the module's end."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--no-first-run", "--disable-sync", "--window-size=1400,1000",
+                 "--force-device-scale-factor=1", f"--user-data-dir={tmp_path_factory.mktemp('chrome-profile')}"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    chrome = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    chrome.set_page_load_timeout(30)
+    try:
+        yield chrome
+    finally:
+        chrome.quit()

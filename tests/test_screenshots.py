@@ -17,30 +17,6 @@ import pytest
 
 from agentgym_envs.cli.main import main
 
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
-pytestmark = pytest.mark.skipif(not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()),
-                                reason="needs Chromium and chromedriver (apt-get install chromium chromium-driver)")
-
-
-@pytest.fixture(scope="module")
-def driver(tmp_path_factory):
-    webdriver = pytest.importorskip("selenium.webdriver")
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--no-first-run", "--disable-sync", "--window-size=1400,1000",
-                 "--force-device-scale-factor=1", f"--user-data-dir={tmp_path_factory.mktemp('chrome-profile')}"):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    chrome = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    chrome.set_page_load_timeout(30)
-    try:
-        yield chrome
-    finally:
-        chrome.quit()
-
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:

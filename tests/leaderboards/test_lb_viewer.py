@@ -18,8 +18,6 @@ from pathlib import Path
 
 import pytest
 from lb_helpers import REPO, agentgym, write_suite
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from leaderboards.publish import write_report
@@ -30,25 +28,7 @@ from leaderboards.suite import load_suite
 from leaderboards.viewer import write_viewer
 from leaderboards.viewer_server import ViewerError, ViewerServer
 
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 HOSTILE = '</script><img src=x onerror="document.title=\'pwned\'"><script>window.pwned=1</script>' + "</script x <!--<script>"
-
-
-@pytest.fixture(scope="module")
-def driver(tmp_path_factory):
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--no-first-run", "--disable-sync", "--window-size=1400,1000",
-                 f"--user-data-dir={tmp_path_factory.mktemp('chrome-profile')}"):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    chrome = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    chrome.set_page_load_timeout(30)
-    try:
-        yield chrome
-    finally:
-        chrome.quit()
 
 
 @pytest.fixture(scope="module")
