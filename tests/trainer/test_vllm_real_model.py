@@ -87,7 +87,7 @@ def test_a_python_without_gguf_gets_one_line_saying_how_to_build_the_cache(tmp_p
     """vLLM's own virtualenv may lack ``gguf``: with no cached copy, the name is one line with the remedy
     (it was transformers' ImportError, several lines about PyTorch and GGUF)."""
     if registry.locate(NAME) is None:
-        pytest.skip(f"{NAME} is not installed: {registry.NAMED_MODELS[NAME].pip_command}")
+        pytest.fail(f"{NAME} is not installed: {registry.NAMED_MODELS[NAME].pip_command}")
     monkeypatch.setitem(sys.modules, "gguf", None)  # what an absent package looks like to `import gguf`
     with pytest.raises(registry.ModelNotFoundError) as raised:
         registry.resolve_model(NAME, cache_dir=tmp_path / "empty")
