@@ -261,8 +261,11 @@ def _family_of(env_id: str, suite_family: str | None) -> str:
 def _check_protocol(name: Any, where: str) -> None:
     from agentgym_envs.protocols import protocol_names
 
-    if name not in protocol_names():
-        raise SuiteError(f"{where}: protocol must be one of {', '.join(protocol_names())}, got {name!r}")
+    names = protocol_names()
+    if name not in names:
+        close = difflib.get_close_matches(name, names, n=1) if isinstance(name, str) else []
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise SuiteError(f"{where}: unknown action protocol {name!r}{hint}; protocol must be one of {', '.join(names)}")
 
 
 def _positive(value: Any, key: str, where: str) -> None:

@@ -42,6 +42,26 @@ def test_an_unknown_protocol_is_one_line_with_a_suggestion(tmp_path):
     assert_one_line(out, "unknown action protocol 'reactt'", "did you mean 'react'")
 
 
+SUITE = "name: mine\nversion: 1\nentries:\n  - env: {env}\n    protocol: {protocol}\n"
+
+
+@pytest.mark.parametrize("env, protocol, words", [
+    ("agentgym/Maze-v9", "react", ("'agentgym/Maze-v9'", "Did you mean agentgym/Maze-v0")),
+    ("agentgym/Maze-Easy-v0", "reactt", ("unknown action protocol 'reactt'", "did you mean 'react'")),
+])
+def test_bench_and_export_check_ids_and_protocols_before_a_model_loads(env, protocol, words, tmp_path):
+    """A suite entry or an ``export --env`` naming an unknown id or protocol fails up front: the policy below is a
+    model directory that does not exist, so an error about the model would mean the check came too late."""
+    (tmp_path / "mine.yaml").write_text(SUITE.format(env=env, protocol=protocol))
+    bench = run("bench", "--suite", "mine.yaml", "--policy", "hf:./no-such-model", "--store", "s.sqlite",
+                cwd=tmp_path)
+    export = run("export", "--env", env, "--protocol", protocol, "--policy", "hf:./no-such-model", "--out", "out",
+                 cwd=tmp_path)
+    for out in (bench, export):
+        assert "no-such-model" not in assert_one_line(out, *words)
+    assert not (tmp_path / "s.sqlite").exists() and not (tmp_path / "out").exists()
+
+
 def test_a_missing_config_file_is_one_line_pointing_at_the_recipes(tmp_path):
     out = run("train", "nope.yaml", cwd=tmp_path)
     assert_one_line(out, "'nope.yaml' does not exist", "agentgym configs")
