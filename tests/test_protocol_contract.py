@@ -133,3 +133,54 @@ def test_a_suite_entry_sets_the_system_prompt(tmp_path):
     path.write_text("name: s\nversion: 1\nentries:\n- {env: agentgym/Maze-v0, system_prompt: 3}\n")
     with pytest.raises(SuiteError, match="system_prompt must be a string"):
         load_suite(path)
+
+
+#: A reply every protocol parses but the env's own contract rejects (longer than ``max_action_chars``).
+OVER_LONG = {"plain": "x" * 20_000, "react": "Action: " + "x" * 20_000, "tags": "<action>" + "x" * 20_000 + "</action>",
+             "tool_calls": None}
+
+
+@pytest.mark.parametrize("protocol", [None, *protocol_names()])
+@pytest.mark.parametrize("env_id", ["agentgym/TicTacToe-VsScripted-v0", "agentgym/GuessNumber-v0"])
+def test_an_invalid_action_the_env_rejects_follows_the_same_rule(env_id, protocol):
+    """What reaches the env and is rejected there (here an over-long action; raw, it can also be empty) obeys
+    ``invalid_action_ends_episode`` as an unparseable reply does: the game ends at once with its penalty, and a
+    step after the end pays nothing; an env that does not set it goes on."""
+    env = agentgym_envs.make(env_id, protocol=protocol) if protocol else gymnasium.make(env_id)
+    base = env.unwrapped
+    reply = OVER_LONG.get(protocol, "x" * 20_000) if protocol else "x" * 20_000
+    if protocol == "tool_calls":
+        tool = get_protocol("tool_calls").tools(base)[0]["function"]["name"]
+        reply = '{"name": "%s", "arguments": {"action": "%s"}}' % (tool, "x" * 20_000)
+    try:
+        env.reset(seed=0)
+        _, reward, terminated, truncated, info = env.step(reply)
+        assert info["action_valid"] is False and reward == base.invalid_action_penalty, (reward, info["parse_error"])
+        assert terminated is base.invalid_action_ends_episode and not truncated
+        if terminated:
+            assert env.step("5")[1:3] == (0.0, True)
+    finally:
+        env.close()
+
+
+def test_the_contract_keeps_invalid_penalties_inside_the_reward_bounds():
+    """Raw (no protocol wrapper): an env whose invalid actions cost -1 and do not end the episode stops paying at
+    its lower bound, as the wrapper does for unparseable replies."""
+    from agentgym_envs.core import Step, TextEnv
+
+    class Costly(TextEnv):
+        reward_bounds = (-2.0, 1.0)
+        invalid_action_penalty = -1.0
+
+        def _reset(self, options):
+            return "Say hi.", {"instruction": "Say hi."}
+
+        def _step(self, action):
+            return Step("Hi.", reward=1.0, terminated=True, won=True)
+
+    env = Costly()
+    env.reset(seed=0)
+    assert [env.step("")[1] for _ in range(4)] == [-1.0, -1.0, 0.0, 0.0]
+    assert env.step("hi")[1:3] == (1.0, True)
+    env.reset(seed=1)
+    assert env.step("")[1] == -1.0  # a new episode starts from a zero return

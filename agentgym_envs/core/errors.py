@@ -14,7 +14,8 @@ class AgentGymError(Exception):
 class InvalidAction(AgentGymError):
     """Raised inside an env's ``_step`` when the action cannot be carried out.
 
-    The base class catches it: the agent sees ``reason`` as its observation and the episode goes on.
+    The base class catches it: the agent sees ``reason`` as its observation and the episode goes on (ends where
+    the env sets ``invalid_action_ends_episode``).
     """
 
     def __init__(self, reason: str, *, penalty: float | None = None):

@@ -10,7 +10,11 @@ Contract (``docs/architecture.md``, The text-env contract), enforced here so tha
 
 * **Bad input never raises.** A non-string, empty, over-long or unparseable action yields an observation
   that says what was wrong, ``info["action_valid"] = False``, ``info["parse_error"]`` set, reward
-  ``invalid_action_penalty`` (0 by default), and the episode goes on. Subclasses signal this by raising
+  ``invalid_action_penalty`` (0 by default), and the episode goes on, or ends (``terminated``) where the env
+  sets ``invalid_action_ends_episode`` (the games' "an illegal move loses at once"). A penalty never takes the
+  episode's return below ``reward_bounds[0]``: once there, further invalid actions cost nothing. This is the
+  rule the protocol wrapper applies to replies it cannot parse, so one rule holds under every protocol.
+  A step after the episode ended pays 0. Subclasses signal an invalid action by raising
   :class:`~agentgym_envs.core.errors.InvalidAction` from ``_step``; only programming errors propagate.
 * **Infrastructure failures are not the agent's fault.** :class:`~agentgym_envs.core.errors.InfraError`
   raised by ``_step`` truncates the episode with ``info["infra_error"]`` set.
@@ -187,6 +191,7 @@ class TextEnv(gymnasium.Env[str, str]):
         self._episode_started = True
         self._episode_over = False
         self._won, self._score, self._infra_error = False, 0.0, None
+        self._return_paid = 0.0  # rewards paid this episode: the floor for invalid-action penalties
         try:
             observation, extra = self._reset(dict(options or {}))
         except InfraError as e:
@@ -206,8 +211,7 @@ class TextEnv(gymnasium.Env[str, str]):
         if self._episode_over and self._infra_error is not None:
             return self._infra_failed(self._infra_error)
         if self._episode_over:
-            terminated, truncated = self._end_flags
-            return self._invalid("The episode is over; call reset() to start a new one.", terminated=terminated, truncated=truncated)
+            return self._after_end()
         text, problem = self._coerce_action(action)
         if problem is not None:
             return self._invalid(problem)
@@ -290,11 +294,26 @@ class TextEnv(gymnasium.Env[str, str]):
         info = self._standard_info({"infra_error": error}, action_valid=True, parse_error=None)
         return observation, 0.0, False, True, info
 
-    def _invalid(self, reason: str, *, penalty: float | None = None, terminated: bool = False, truncated: bool = False):
-        reward = self.invalid_action_penalty if penalty is None else penalty
+    def _invalid(self, reason: str, *, penalty: float | None = None):
+        """An action the env rejected: its penalty (cut at the return's floor); ends the episode if the env says so."""
+        reward = float(self.invalid_action_penalty if penalty is None else penalty)
+        if reward < 0:
+            reward = max(reward, min(0.0, self.reward_bounds[0] - self._return_paid))
+        self._return_paid += reward
+        terminated = self.invalid_action_ends_episode
+        if terminated:
+            self._episode_over, self._end_flags = True, (True, False)
+            reason += "\nAn invalid action ends this episode, as an illegal move does."
         observation = self._bound_observation(reason)
         info = self._standard_info({}, action_valid=False, parse_error=reason)
-        return observation, float(reward), terminated, truncated, info
+        return observation, reward, terminated, False, info
+
+    def _after_end(self):
+        """A step after the episode ended: nothing happens and nothing is paid; the end flags repeat."""
+        reason = "The episode is over; call reset() to start a new one."
+        terminated, truncated = self._end_flags
+        info = self._standard_info({}, action_valid=False, parse_error=reason)
+        return self._bound_observation(reason), 0.0, terminated, truncated, info
 
     def _finish_step(self, result: Step):
         if result.won is not None:
@@ -307,6 +326,7 @@ class TextEnv(gymnasium.Env[str, str]):
             self._episode_over = True
             self._end_flags = (bool(result.terminated), bool(result.truncated))
         info = self._standard_info(result.info, action_valid=True, parse_error=None)
+        self._return_paid += float(result.reward)
         return observation, float(result.reward), bool(result.terminated), bool(result.truncated), info
 
     def _bound_observation(self, observation: str) -> str:

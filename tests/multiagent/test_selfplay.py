@@ -76,11 +76,16 @@ def test_a_game_over_before_the_learners_first_move_ends_on_continue():
 
 
 def test_malformed_input_is_the_text_contracts_business():
+    """Input the game never sees (empty, not a string) is an invalid action, and the games' rule
+    (``invalid_action_ends_episode``) holds for it too: -1 once, the episode over, nothing paid after."""
     env = gymnasium.make("agentgym/KuhnPoker-VsScripted-v0")
-    env.reset(seed=0)
     for bad in ("", None, 3):
-        obs, reward, terminated, _, info = env.step(bad)
-        assert reward == -1.0 and not terminated and info["action_valid"] is False
+        env.reset(seed=0)
+        obs, reward, terminated, truncated, info = env.step(bad)
+        assert reward == -1.0 and terminated and not truncated and info["action_valid"] is False
+        assert "ends this episode" in obs
+        assert env.step("check")[1:3] == (0.0, True)
+    env.reset(seed=0)
     assert env.step(env.unwrapped.expert_action())[4]["action_valid"]
 
 

@@ -18,8 +18,8 @@
 * **Rewards** are the game's payoffs for the learner's seat (zero-sum, in ``[-1, 1]``), paid when the game
   ends. A learner's move that is not a legal move ends the game as a loss (-1, ``action_valid`` False):
   the game's own rule. Input the text-env contract rejects before the game sees it (not a string, empty,
-  over-long) costs ``invalid_action_penalty`` = -1 and the episode goes on (truncated by the registered
-  step limit). An opponent's illegal move likewise ends the game as a win for the learner.
+  over-long) costs ``invalid_action_penalty`` = -1 and ends the episode: the same rule
+  (``invalid_action_ends_episode``). An opponent's illegal move likewise ends the game as a win for the learner.
 * **Games that end before the learner's first move** (a Hold'em button folding at once, an opponent's
   illegal opening move): ``reset`` cannot end an episode, so the observation says the game is over, the
   only valid action is ``"continue"`` (any non-empty reply is accepted) and that step ends the episode
