@@ -15,7 +15,7 @@ class PrefixExtensionError(TrainerError):
     or re-format past messages; train such templates with ``rollout.sample_unit=turn`` (or ``auto``), or
     use one that renders past turns verbatim (``policy.chat_template`` / ``policy.chat_template_kwargs``).
     A reply that ends with a stop id other than the template's end-of-turn id is not this case (see
-    :meth:`trainer.backends.chat_tokens.ChatTokens.decode_as_turn`).
+    :meth:`trainer.models.backends.chat_tokens.ChatTokens.decode_as_turn`).
     """
 
 

@@ -12,7 +12,7 @@ from agentgym_envs.cli.main import main
 from trainer import defaults
 from trainer.config import EvalConfig, OptimConfig, load_config
 from trainer.errors import ConfigError
-from trainer.loop import Trainer, fit
+from trainer.run.loop import Trainer, fit
 
 SMOLLM2 = SimpleNamespace(num_hidden_layers=30, hidden_size=576)
 

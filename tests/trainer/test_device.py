@@ -6,12 +6,12 @@ import pytest
 import torch
 
 from trainer.config import load_config
-from trainer.device import float32_master, resolve_device, resolve_dtype
+from trainer.models.device import float32_master, resolve_device, resolve_dtype
 from trainer.errors import ConfigError
-from trainer.kernels import pick_backend
-from trainer.logprobs import token_logprobs
-from trainer.loop import Trainer, fit
-from trainer.update import accumulate_gradients, pack_minibatch
+from trainer.learn.kernels import pick_backend
+from trainer.learn.logprobs import token_logprobs
+from trainer.run.loop import Trainer, fit
+from trainer.learn.update import accumulate_gradients, pack_minibatch
 
 RUN = ["env.max_turns=2", "rollout.tasks_per_step=2", "rollout.group_size=2", "rollout.max_new_tokens=6",
        "algorithm.filter_zero_variance=false", "loss.entropy_coef=0.01"]
@@ -52,7 +52,7 @@ def test_auto_kernel_reaches_triton_exactly_for_cuda_tensors():
 
 def test_the_trainers_kernel_call_asks_with_the_tensors_device(monkeypatch):
     """``linear_logprob_entropy`` decides from ``hidden.is_cuda``: a CUDA hidden state reaches Triton."""
-    import trainer.kernels as kernels
+    import trainer.learn.kernels as kernels
 
     class CudaHidden:
         is_cuda = True
@@ -65,7 +65,7 @@ def test_the_trainers_kernel_call_asks_with_the_tensors_device(monkeypatch):
 def _grads_of_one_batch(trainer, kept):
     advantages = [[(-1.0) ** k] * t.num_turns for k, t in enumerate(kept)]
     micro = pack_minibatch(trainer, kept, advantages, None, list(range(len(kept))))
-    assert all(b.input_ids.device == trainer.device for b in micro)
+    assert all(b.input_ids.device == trainer.models.device for b in micro)
     trainer.model.train()  # as rl_update does: HF checkpoints only in training mode
     trainer.optimizer.zero_grad(set_to_none=True)
     metrics = accumulate_gradients(trainer, micro)
@@ -99,14 +99,14 @@ def test_bfloat16_weights_train_on_cpu_with_float32_loss_maths(tiny_overrides, t
     trainer = Trainer(load_config(None, tiny_overrides + RUN + ["policy.dtype=bfloat16", "policy.device=auto",
                                                                 "optim.micro_batch_tokens=64", f"out_dir={tmp_path}"]))
     try:
-        assert trainer.device == torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        assert trainer.models.device == torch.device("cuda" if torch.cuda.is_available() else "cpu")
         assert {p.dtype for p in trainer.model.parameters()} == {torch.bfloat16}
         kept = trainer.advantages(trainer.collect()[0])[0]
         micro = pack_minibatch(trainer, kept, [[1.0] * t.num_turns for t in kept], None, [0])
         logp, entropy = token_logprobs(trainer.model, micro[0])
         assert logp.dtype == entropy.dtype == torch.float32
         before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
-        metrics = trainer.update(kept, [[(-1.0) ** k] * t.num_turns for k, t in enumerate(kept)])
+        metrics = trainer.learn.update(kept, [[(-1.0) ** k] * t.num_turns for k, t in enumerate(kept)])
         assert metrics["updated"] == 1.0 and torch.isfinite(torch.tensor([metrics["loss"], metrics["grad_norm"]])).all()
         assert metrics["logprob_gap_mean"] < 0.5  # bf16 rounding, not a different policy
         assert any(not torch.equal(p.detach(), before[n]) for n, p in trainer.model.named_parameters())
@@ -186,7 +186,7 @@ def test_policy_threads_zero_means_every_core_this_process_may_use():
     container allows), not the machine's core count."""
     import os
 
-    from trainer.device import cpu_threads
+    from trainer.models.device import cpu_threads
 
     assert cpu_threads(3) == 3
     allowed = os.sched_getaffinity(0)

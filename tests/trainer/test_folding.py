@@ -8,12 +8,12 @@ consumes folded episodes.
 import torch
 
 from trainer.config import load_config
-from trainer.episodes import PlaySpec
-from trainer.logprobs import pack, token_logprobs
-from trainer.loop import Trainer
+from trainer.collect.episodes import PlaySpec
+from trainer.learn.logprobs import pack, token_logprobs
+from trainer.run.loop import Trainer
 from agentgym_envs.policies import SamplingConfig
-from trainer.rollout import RolloutWorker
-from trainer.value import turn_starts
+from trainer.collect.rollout import RolloutWorker
+from trainer.learn.value import turn_starts
 
 SPEC = PlaySpec("agentgym/Household-PickPlace-v0", max_turns=6, system_prompt="")
 SAMPLING = SamplingConfig(max_new_tokens=10, seed=0)
@@ -65,7 +65,7 @@ def test_trainer_updates_on_folded_episodes_with_grpo_and_ppo(tiny_overrides, tm
             kept, advantages, _ = trainer.advantages(trajectories)
             if estimator == "grpo":  # an untrained policy's group members tie: give the update something to do
                 advantages = [[(-1.0) ** k] * t.num_turns for k, t in enumerate(kept)]
-            metrics = trainer.update(kept, advantages)
+            metrics = trainer.learn.update(kept, advantages)
         finally:
             trainer.close()
         assert metrics["updated"] == 1.0 and torch.isfinite(torch.tensor(metrics["loss"]))
