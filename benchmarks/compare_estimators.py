@@ -117,7 +117,7 @@ def worker(args: argparse.Namespace) -> int:
     """One (setting, seed): the BC warm-up and its held-out evaluation (update 0) once, then each estimator of
     ``args.estimator`` (comma-separated) from exactly those weights and RNG state; a JSON list of results."""
     from trainer.config import load_config
-    from trainer.run.loop import Trainer
+    from trainer import Trainer
     from trainer.seeding import capture_rng, restore_rng
 
     setting = SETTINGS[args.setting]

@@ -120,7 +120,7 @@ def held_out(model: Any, tokenizer: Any, args: argparse.Namespace) -> dict[str, 
     from trainer.models.backends.hf import HFPolicy
     from trainer.config import EnvConfig
     from trainer.collect.episodes import run_text_episodes, success_rate
-    from trainer.run.loop import play_specs
+    from trainer.collect.episodes import play_specs
     from trainer.seeding import derive_seed
 
     env = EnvConfig(env_id=ENV_ID, protocol="tool_calls", max_turns=args.max_turns, train_kwargs=MAZE, eval_kwargs=MAZE)
@@ -144,7 +144,7 @@ def peak_rss_mib() -> float:
 # ----------------------------------------------------------------------------- the shared start
 def run_start(args: argparse.Namespace) -> dict[str, Any]:
     """BC warm-up (or none) by our trainer, saved to ``--start-dir``; its held-out success."""
-    from trainer.run.loop import Trainer
+    from trainer import Trainer
     from trainer.models.registry import resolve_model
 
     trainer = Trainer(ours_config(args, str(resolve_model(args.model)), tempfile.mkdtemp()))
@@ -158,7 +158,7 @@ def run_start(args: argparse.Namespace) -> dict[str, Any]:
 
 # ----------------------------------------------------------------------------- ours
 def run_ours(args: argparse.Namespace) -> dict[str, Any]:
-    from trainer.run.loop import Trainer
+    from trainer import Trainer
 
     trainer = Trainer(ours_config(args, args.start_dir, tempfile.mkdtemp()))
     trainer.check_context()

@@ -108,7 +108,7 @@ def peak_bytes() -> int:
 def run_ours(args: argparse.Namespace, config_name: str) -> dict[str, Any]:
     from trainer.config import load_config
     from trainer.learn.logprobs import pack, token_logprobs
-    from trainer.run.loop import Trainer
+    from trainer import Trainer
     from trainer.collect.trajectory import Trajectory
 
     ckpt, micro = "ckpt" in config_name, "micro" in config_name
@@ -135,7 +135,7 @@ def run_ours(args: argparse.Namespace, config_name: str) -> dict[str, Any]:
     times, cpu = [], []
     for _ in range(1 + args.repeats):
         start, start_cpu = time.perf_counter(), time.process_time()
-        record = trainer.learn.update(trajectories, advantages)
+        record = trainer.update(trajectories, advantages)
         times.append(time.perf_counter() - start)
         cpu.append(time.process_time() - start_cpu)
     assert record["updated"] == 1.0, record

@@ -296,7 +296,7 @@ def _lora_check(checks: dict, policy: Any, model: Any, prompts: list, bound: flo
 
 def _trainer_check(checks: dict, model_dir: Path, workdir: Path, args) -> None:
     from trainer.config import load_config
-    from trainer.run.loop import Trainer, fit
+    from trainer import Trainer, fit
 
     overrides = ["policy.kind=hf", f"policy.path={model_dir}", "policy.backend=vllm",
                  f"policy.device={'cpu' if args.cpu else 'cuda'}", f"policy.dtype={args.dtype}",

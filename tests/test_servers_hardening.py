@@ -23,7 +23,7 @@ from agentgym_envs.search.dataset import build_retriever, load_dataset
 from agentgym_envs.search.service import RetrievalService
 from agentgym_envs.web import server as shop_module
 from agentgym_envs.web.server import ShopServer
-from trainer import serve
+from trainer.serve import policy_server as serve
 from trainer.serve.policy_server import PolicyServer, ScriptedReplyPolicy
 
 TINY_OVERRIDES = ["policy.tiny.corpus_episodes=40", "policy.tiny.model.hidden_size=64",

@@ -30,3 +30,9 @@ class CheckpointError(TrainerError):
 class BackendError(TrainerError, RuntimeError):
     """A generation backend failed for a reason outside the caller's input (an engine that did not start,
     died, or returned something malformed); the message says which and what it returned."""
+
+
+def require(ok: bool, message: str) -> None:
+    """Raise :class:`ConfigError` with ``message`` unless ``ok``: how each settings dataclass checks its fields."""
+    if not ok:
+        raise ConfigError(message)

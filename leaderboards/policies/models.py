@@ -89,18 +89,19 @@ def load_hf(target: str, dtype: str = "float32") -> Any:
 def load_checkpoint(target: str, dtype: str = "float32") -> Any:
     """The policy of a checkpoint written by ``agentgym train``: its config's model with the saved weights."""
     _torch()
-    from trainer.models.backends.hf import HFPolicy
-    from trainer.run.checkpoint import load_checkpoint as read_state
     from trainer.config import TrainConfig, from_dict
     from trainer.errors import CheckpointError
-    from trainer.run.loop import load_model
+    from trainer.models.backends.hf import HFPolicy
+    from trainer.models.policy import load_model
+    from trainer.run.checkpoint import load_checkpoint as read_state
 
     try:
         state = read_state(checkpoint_path(target))  # weights_only: a foreign file cannot run code here
     except CheckpointError as e:
         raise PolicyLoadError(f"checkpoint:{target}: {e}") from None
     try:
-        model, tokenizer = load_model(from_dict(TrainConfig, state["config"]))
+        config = from_dict(TrainConfig, state["config"])
+        model, tokenizer = load_model(config.policy, config.seed)
         model.load_state_dict(state["model"])
     except (KeyError, RuntimeError, ValueError, TypeError, AttributeError) as e:  # a loadable but wrong file
         raise PolicyLoadError(f"checkpoint:{target}: the checkpoint does not match its own config "

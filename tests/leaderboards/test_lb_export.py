@@ -206,7 +206,7 @@ def test_messages_render_with_the_tiny_policys_chat_template(store, tmp_path):
 def test_training_rollouts_dump_and_export(tmp_path):
     """``rollout.dump=true`` writes each step's rollouts; the export holds them as chats with the trained rewards."""
     from trainer.config import load_config
-    from trainer.run.loop import Trainer, fit
+    from trainer import Trainer, fit
 
     overrides = ["policy.tiny.corpus_episodes=40", "policy.tiny.model.hidden_size=64", "policy.tiny.model.num_heads=1",
                  "policy.tiny.model.num_layers=1", "policy.tiny.model.intermediate_size=128", "progress=false",

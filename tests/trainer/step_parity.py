@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 
 from trainer.config import load_config
-from trainer.run.loop import Trainer
+from trainer import Trainer
 
 STEP = ["rollout.tasks_per_step=2", "rollout.group_size=2", "rollout.max_new_tokens=8", "env.max_turns=3",
         "rollout.temperature=0.7", "loss.kl_coef=0.05", "loss.entropy_coef=0.01", "loss.clip_low=0.05",
@@ -29,7 +29,7 @@ def update_through(backend: str, tiny_overrides: list[str], out_dir) -> tuple[di
         with torch.no_grad():  # the policy moved since sampling: ratios != 1, some clipped
             for p in trainer.model.parameters():
                 p.add_(torch.randn(p.shape, generator=generator) * 0.02)
-        metrics = trainer.learn.update(kept, advantages)
+        metrics = trainer.update(kept, advantages)
     finally:
         trainer.close()
     return metrics, {n: p.grad.detach().clone() for n, p in trainer.model.named_parameters() if p.grad is not None}

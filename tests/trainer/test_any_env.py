@@ -19,7 +19,8 @@ from trainer.models.backends.openai_http import EndpointError, OpenAIHTTPPolicy
 from trainer.config import load_config
 from trainer.collect.episodes import PlaySpec, auto_protocol, run_text_episodes, task_seed
 from trainer.errors import ConfigError
-from trainer.run.loop import Trainer, play_specs
+from trainer import Trainer
+from trainer.collect.episodes import play_specs
 from trainer.collect.rollout import RolloutWorker
 from trainer.serve.policy_server import PolicyServer
 from trainer.models.tiny.chat_template import render_chat

@@ -13,7 +13,7 @@ from trainer.run.checkpoint import latest_checkpoint, load_checkpoint
 from trainer.config import load_config
 from trainer.errors import ConfigError
 from trainer.run.log import read_jsonl
-from trainer.run.loop import Trainer, fit
+from trainer import Trainer, fit
 from trainer.seeding import TaskSampler
 from trainer.collect.staleness import StalenessController, Unit, correction_of, unit_version
 from trainer.collect.trajectory import TrajectoryBuilder

@@ -10,7 +10,7 @@ from trainer.models.device import float32_master, resolve_device, resolve_dtype
 from trainer.errors import ConfigError
 from trainer.learn.kernels import pick_backend
 from trainer.learn.logprobs import token_logprobs
-from trainer.run.loop import Trainer, fit
+from trainer import Trainer, fit
 from trainer.learn.update import accumulate_gradients, pack_minibatch
 
 RUN = ["env.max_turns=2", "rollout.tasks_per_step=2", "rollout.group_size=2", "rollout.max_new_tokens=6",
@@ -65,7 +65,7 @@ def test_the_trainers_kernel_call_asks_with_the_tensors_device(monkeypatch):
 def _grads_of_one_batch(trainer, kept):
     advantages = [[(-1.0) ** k] * t.num_turns for k, t in enumerate(kept)]
     micro = pack_minibatch(trainer, kept, advantages, None, list(range(len(kept))))
-    assert all(b.input_ids.device == trainer.models.device for b in micro)
+    assert all(b.input_ids.device == trainer.device for b in micro)
     trainer.model.train()  # as rl_update does: HF checkpoints only in training mode
     trainer.optimizer.zero_grad(set_to_none=True)
     metrics = accumulate_gradients(trainer, micro)
@@ -99,14 +99,14 @@ def test_bfloat16_weights_train_on_cpu_with_float32_loss_maths(tiny_overrides, t
     trainer = Trainer(load_config(None, tiny_overrides + RUN + ["policy.dtype=bfloat16", "policy.device=auto",
                                                                 "optim.micro_batch_tokens=64", f"out_dir={tmp_path}"]))
     try:
-        assert trainer.models.device == torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        assert trainer.device == torch.device("cuda" if torch.cuda.is_available() else "cpu")
         assert {p.dtype for p in trainer.model.parameters()} == {torch.bfloat16}
         kept = trainer.advantages(trainer.collect()[0])[0]
         micro = pack_minibatch(trainer, kept, [[1.0] * t.num_turns for t in kept], None, [0])
         logp, entropy = token_logprobs(trainer.model, micro[0])
         assert logp.dtype == entropy.dtype == torch.float32
         before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
-        metrics = trainer.learn.update(kept, [[(-1.0) ** k] * t.num_turns for k, t in enumerate(kept)])
+        metrics = trainer.update(kept, [[(-1.0) ** k] * t.num_turns for k, t in enumerate(kept)])
         assert metrics["updated"] == 1.0 and torch.isfinite(torch.tensor([metrics["loss"], metrics["grad_norm"]])).all()
         assert metrics["logprob_gap_mean"] < 0.5  # bf16 rounding, not a different policy
         assert any(not torch.equal(p.detach(), before[n]) for n, p in trainer.model.named_parameters())

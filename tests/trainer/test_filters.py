@@ -13,7 +13,7 @@ from trainer.learn.algorithms.hooks import AlgorithmHooks
 from trainer.learn.algorithms.tool_use import all_tool_calls_failed, drop_failed_tool_use, redundant_calls, tool_abuse_penalty
 from trainer.config import load_config
 from trainer.errors import ConfigError
-from trainer.run.loop import Trainer, fit
+from trainer import Trainer, fit
 from trainer.collect.rollout import RolloutStats
 from trainer.seeding import TaskSampler
 from trainer.collect.trajectory import Trajectory

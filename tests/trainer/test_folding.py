@@ -10,7 +10,7 @@ import torch
 from trainer.config import load_config
 from trainer.collect.episodes import PlaySpec
 from trainer.learn.logprobs import pack, token_logprobs
-from trainer.run.loop import Trainer
+from trainer import Trainer
 from agentgym_envs.policies import SamplingConfig
 from trainer.collect.rollout import RolloutWorker
 from trainer.learn.value import turn_starts
@@ -65,7 +65,7 @@ def test_trainer_updates_on_folded_episodes_with_grpo_and_ppo(tiny_overrides, tm
             kept, advantages, _ = trainer.advantages(trajectories)
             if estimator == "grpo":  # an untrained policy's group members tie: give the update something to do
                 advantages = [[(-1.0) ** k] * t.num_turns for k, t in enumerate(kept)]
-            metrics = trainer.learn.update(kept, advantages)
+            metrics = trainer.update(kept, advantages)
         finally:
             trainer.close()
         assert metrics["updated"] == 1.0 and torch.isfinite(torch.tensor(metrics["loss"]))

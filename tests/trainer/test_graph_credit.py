@@ -15,7 +15,7 @@ from trainer.learn.algorithms.hooks import AlgorithmHooks
 from trainer.learn.algorithms.tigpo import TaskGraphMemory
 from trainer.config import load_config
 from trainer.errors import ConfigError
-from trainer.run.loop import Trainer, fit
+from trainer import Trainer, fit
 from trainer.collect.trajectory import Trajectory
 
 S3 = 1 / math.sqrt(3)  # std of [1, 0, 0] (unbiased) and 1/std scales below

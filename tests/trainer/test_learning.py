@@ -12,7 +12,7 @@ import pytest
 
 from trainer.cli.quickstart import bc_control
 from trainer.config import load_config
-from trainer.run.loop import Trainer, fit
+from trainer import Trainer, fit
 
 MARGIN, CONTROL_MARGIN = 0.08, 0.08
 MAZE = ["env.env_id=agentgym/Maze-Easy-v0", "env.system_prompt=''", "env.train_kwargs={size: 3}",

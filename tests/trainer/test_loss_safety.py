@@ -9,7 +9,8 @@ import math
 import pytest
 import torch
 
-from trainer.config import ConfigError, LossConfig
+from trainer.config import LossConfig
+from trainer.errors import ConfigError
 from trainer.learn.loss import AGGREGATIONS, LossSettings, kl_k1, kl_k3, policy_loss
 
 

@@ -12,9 +12,10 @@ import pytest
 import torch
 
 from tests.trainer.batching import budget_for
-from trainer.config import ConfigError, LossConfig, load_config
+from trainer.config import LossConfig, load_config
+from trainer.errors import ConfigError
 from trainer.learn.logprobs import token_logprobs
-from trainer.run.loop import Trainer
+from trainer import Trainer
 from trainer.learn.loss import (AGGREGATIONS, KL_ESTIMATORS, BatchCounts, LossSettings, _counted, batch_counts,
                           clipped_token_loss, echo_loss, kl_k3, observation_mask, policy_loss, rollout_correction,
                           token_mean)
@@ -338,7 +339,7 @@ def test_one_trainer_step_with_each_option(tiny_overrides, tmp_path, option):
         trainer.config.optim.minibatches, trainer.config.optim.epochs = 2, 2
         kept, _, _ = trainer.advantages(trainer.collect()[0])
         advantages = [[(-1.0) ** k] * t.num_turns for k, t in enumerate(kept)]
-        crafted = trainer.learn.update(kept, advantages)
+        crafted = trainer.update(kept, advantages)
     finally:
         trainer.close()
     assert crafted["gradient_steps"] == 4 and math.isfinite(crafted["loss"])

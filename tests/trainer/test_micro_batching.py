@@ -6,7 +6,7 @@ import torch
 
 from tests.trainer.batching import budget_for
 from trainer.config import load_config
-from trainer.run.loop import Trainer
+from trainer import Trainer
 from trainer.learn.loss import AGGREGATIONS
 from trainer.learn.update import accumulate_gradients, micro_batches, minibatch_split, pack_minibatch, read_turn_values
 
@@ -126,7 +126,7 @@ def _run_update(tiny_overrides, out_dir, extra):
         trainer.ref_model = trainer.reference_copy()  # KL live (fit takes it after the warm-up)
         steps: list[int] = []
         trainer.optimizer.register_step_post_hook(lambda *_: steps.append(1))
-        metrics = trainer.learn.update(kept, advantages)
+        metrics = trainer.update(kept, advantages)
         return metrics, len(steps), {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
     finally:
         trainer.close()

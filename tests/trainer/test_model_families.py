@@ -15,7 +15,7 @@ from trainer.models.backends.hf import HFPolicy
 from trainer.config import load_config
 from trainer.errors import ConfigError, PrefixExtensionError
 from trainer.learn.logprobs import PackedBatch, token_logprobs
-from trainer.run.loop import Trainer, fit
+from trainer import Trainer, fit
 from trainer.models import FAMILIES, FAMILY_SPECS, build_random_model, chat_template
 from trainer.collect.trajectory import TrajectoryBuilder
 

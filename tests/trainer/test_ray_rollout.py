@@ -14,7 +14,7 @@ from ray_support import ray_local  # noqa: F401  (the module's local cluster)
 from agentgym_envs.cli.main import main
 from trainer.config import load_config
 from trainer.errors import ConfigError
-from trainer.run.loop import Trainer
+from trainer import Trainer
 from trainer.run.ray_rollout import ray_options, vector_mode
 
 SMALL = ["rollout.tasks_per_step=2", "rollout.group_size=2", "env.max_turns=3", "rollout.max_new_tokens=8",

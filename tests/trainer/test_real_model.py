@@ -133,7 +133,7 @@ def test_the_vllm_backend_tokenises_through_the_same_guard():
 # ----------------------------------------------------------------------------- play and train, token-exactly
 def _trainer(model_dir, tmp_path, protocol, unit):
     from trainer.config import load_config
-    from trainer.run.loop import Trainer
+    from trainer import Trainer
 
     return Trainer(load_config(None, [
         f"policy.path={model_dir}", "env.env_id=agentgym/GuessNumber-v0", f"env.protocol={protocol}",
@@ -156,7 +156,7 @@ def test_plays_and_trains_token_exactly(protocol, unit, model_dir, tmp_path):
             for t in trajectories:
                 assert unguard_text(policy.render_chat(t.chat)).startswith(policy.decode(t.token_ids))
         before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
-        record = trainer.learn.update(*trainer.advantages(trajectories)[:2])  # train_step's update, on these episodes
+        record = trainer.update(*trainer.advantages(trajectories)[:2])  # train_step's update, on these episodes
     finally:
         trainer.close()
     assert record["updated"] == 1.0 and record["logprob_gap_max"] < 1e-4, record

@@ -12,7 +12,7 @@ from trainer.learn.algorithms.replay import HeadroomDriftReplay, current_logprob
 from trainer.run.checkpoint import latest_checkpoint, load_checkpoint
 from trainer.config import load_config
 from trainer.errors import ConfigError
-from trainer.run.loop import Trainer, fit
+from trainer import Trainer, fit
 from trainer.collect.trajectory import Trajectory
 
 

@@ -9,7 +9,7 @@ from trainer.run.checkpoint import ABSENT, config_differences
 from trainer.config import TrainConfig, load_config, to_dict
 from trainer.errors import CheckpointError
 from trainer.run.log import read_jsonl
-from trainer.run.loop import Trainer, fit
+from trainer import Trainer, fit
 
 RUN = ["rollout.tasks_per_step=1", "rollout.group_size=2", "rollout.max_new_tokens=4", "env.max_turns=2",
        "eval.num_tasks=1", "optim.lr=0.001", "checkpoint_every=1"]

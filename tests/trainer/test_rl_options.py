@@ -5,7 +5,7 @@ import torch
 
 from trainer.config import load_config
 from trainer.errors import ConfigError
-from trainer.run.loop import Trainer
+from trainer import Trainer
 
 RUN = ["env.max_turns=3", "rollout.tasks_per_step=2", "rollout.group_size=3", "rollout.max_new_tokens=6",
        "algorithm.filter_zero_variance=false", "rollout.invalid_penalty=0.1"]
@@ -36,7 +36,7 @@ def test_sgd_moves_weights_by_exactly_lr_times_the_gradient(tiny_overrides, tmp_
         kept, _, _ = trainer.advantages(trajectories)
         advantages = [[(-1.0) ** k] * t.num_turns for k, t in enumerate(kept)]
         before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
-        trainer.learn.update(kept, advantages)
+        trainer.update(kept, advantages)
         for n, p in trainer.model.named_parameters():
             torch.testing.assert_close(p.detach(), before[n] - 0.5 * p.grad, rtol=0, atol=1e-6)
         assert any(not torch.equal(p.detach(), before[n]) for n, p in trainer.model.named_parameters())

@@ -24,7 +24,7 @@ from trainer.config import load_config
 from trainer.collect.episodes import PlaySpec
 from trainer.errors import ConfigError, PrefixExtensionError
 from trainer.learn.logprobs import pack, token_logprobs
-from trainer.run.loop import Trainer, fit
+from trainer import Trainer, fit
 from trainer.collect.rollout import RolloutWorker, resolve_sample_unit
 from trainer.models.tiny.chat_template import render_chat
 from trainer.learn.value import turn_starts
@@ -237,7 +237,7 @@ def test_turn_mode_trains_ppo_token_exactly_with_the_critic_read_per_turn(tiny_o
     try:
         trajectories, _ = trainer.collect()
         kept, advantages, _ = trainer.advantages(trajectories)
-        metrics = trainer.learn.update(kept, advantages)
+        metrics = trainer.update(kept, advantages)
     finally:
         trainer.close()
     assert all(len(t.segments) == t.num_turns == len(t.turn_values) for t in kept)

@@ -59,7 +59,7 @@ def test_trains_through_the_engine_with_weight_sync_and_a_small_logprob_gap(mode
     moves every weight by about 1e-4, so a missed sync would show as a gap well above TOL."""
     from trainer.models.backends.vllm import VLLMPolicy
     from trainer.config import load_config
-    from trainer.run.loop import Trainer
+    from trainer import Trainer
 
     trainer = Trainer(load_config(None, [
         f"policy.path={NAME}", "policy.backend=vllm", "env.env_id=agentgym/GuessNumber-v0", "env.protocol=react",

@@ -91,7 +91,8 @@ def test_a_failed_wake_says_what_to_do_and_keeps_the_state(gpu):
 
 
 def test_vllm_settings_are_checked():
-    from trainer.config import ConfigError, load_config
+    from trainer.config import load_config
+    from trainer.errors import ConfigError
 
     config = load_config(None, ["policy.vllm.sleep_level=2", "policy.vllm.gpu_memory_utilization=0.4"])
     assert (config.policy.vllm.sleep_level, config.policy.vllm.gpu_memory_utilization) == (2, 0.4)

@@ -84,7 +84,8 @@ def bc_control(trainer: Trainer, bc_weights: dict[str, Any], seconds: float) -> 
 
 def run(args: argparse.Namespace) -> int:
     from ..run.dashboard import write_held_out
-    from ..run.loop import Trainer, fit
+    from ..run.fit import fit
+    from ..run.loop import Trainer
     from . import quiet_transformers
 
     quiet_transformers()

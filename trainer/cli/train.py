@@ -58,7 +58,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _train(config: Any, world: Any) -> int:
     """Train, evaluate, print the held-out success (rank 0 under torchrun); raises TrainerError on bad input."""
-    from ..run.loop import Trainer, fit
+    from ..run.fit import fit
+    from ..run.loop import Trainer
 
     trainer = Trainer(config)
     try:

@@ -261,12 +261,12 @@ class AsyncCollection:
 
 
 def _policy_maker(trainer: Any) -> Any:
-    """A function from a weight snapshot to an HF policy with this collector's own tokenizer copy."""
-    from ..models.backends.hf import HFPolicy
-
+    """A function from a weight snapshot to an HF policy with this collector's own tokenizer copy (the class of
+    the trainer's own policy, :class:`~trainer.models.backends.hf.HFPolicy`: collection names no backend)."""
+    policy_type = type(trainer.policy)
     tokenizer = copy.deepcopy(trainer.policy.tokenizer)
     kwargs = trainer.policy.chat_template_kwargs
-    return lambda model: HFPolicy(model, tokenizer, chat_template_kwargs=kwargs)
+    return lambda model: policy_type(model, tokenizer, chat_template_kwargs=kwargs)
 
 
 def rollout_metrics(trajectories: list[Trajectory], stats: RolloutStats) -> dict[str, float]:

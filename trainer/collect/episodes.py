@@ -13,6 +13,7 @@ exact token ids, go through :mod:`trainer.collect.rollout` instead.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -22,16 +23,112 @@ import numpy as np
 
 from agentgym_envs.chat import ChatHistory, Message
 from agentgym_envs.policies import EnvBoundPolicy, Policy, SamplingConfig
-from agentgym_envs.protocols import ToolCalls
+from agentgym_envs.protocols import ToolCalls, protocol_names
 from agentgym_envs.seeding import derive_seed
-
-from ..models.backends import reusing_prefixes
 from agentgym_envs.stats import normal_half_width
+
+from ..errors import require
 
 #: Task ids of an env without a task list: how many the train stream and the held-out stream hold by default.
 SEEDED_TRAIN_TASKS, SEEDED_EVAL_TASKS = 100_000, 100
 #: The protocol name that picks one per env (:func:`auto_protocol`).
 AUTO_PROTOCOL = "auto"
+
+
+@dataclass
+class EnvConfig:
+    """The env trained on and the held-out tasks it is evaluated on.
+
+    The trainer knows no env's make kwargs: ``train_kwargs`` / ``eval_kwargs`` go to
+    :func:`agentgym_envs.make` as given. ``train_split``, ``eval_split``, ``dense_reward`` and ``expert`` are
+    shortcuts for the kwargs of the same name (``split=`` …) that some envs take (Household, Search, Terminal,
+    TextWorld, WebShop); each is passed only when set, and an explicit ``*_kwargs`` entry wins.
+    """
+
+    env_id: str = "agentgym/Household-PickPlace-v0"
+    train_kwargs: dict[str, Any] = field(default_factory=dict)
+    """Make kwargs of the train env (e.g. ``{split: train, dense_reward: true}`` for Household)."""
+    eval_kwargs: dict[str, Any] = field(default_factory=dict)
+    """Make kwargs of the evaluation env (e.g. ``{split: valid_seen}`` for Household); ``{}`` with an env that
+    has a task list evaluates on the train env's tasks, so set a held-out split where the env has one."""
+    train_split: str = ""
+    """Shortcut for ``train_kwargs.split`` (``""``: not passed; the env's default split)."""
+    eval_split: str = ""
+    """Shortcut for ``eval_kwargs.split`` (``""``: not passed)."""
+    protocol: str = "auto"
+    """How replies are parsed (``plain``, ``react``, ``tags``, ``tool_calls``), or ``auto``: ``tool_calls`` for a
+    tool env (its tools go to the model's chat template, results come back as ``tool`` turns), ``plain`` else."""
+    max_turns: int = 8
+    dense_reward: bool = False
+    """Shortcut for ``train_kwargs.dense_reward: true`` (passed only when true)."""
+    system_prompt: str | None = None
+    """``None``: the env's recommended prompt; a string replaces it (``""`` drops it: cheaper for tiny models)."""
+    train_tasks: int = 0
+    """Train on the first this many train tasks only (0: all; for an env without a task list, 0 means
+    ``SEEDED_TRAIN_TASKS`` seeds); small sets make easy problems."""
+    task_reminder: bool = False
+    """Repeat the instruction after every observation (BC data, rollouts and evaluation alike)."""
+    expert: str = ""
+    """Shortcut for ``train_kwargs.expert``: which scripted expert the train env offers behaviour cloning,
+    for envs that have several (the env's docs list the choices); ``""``: not passed, the env's default."""
+    step_latency_s: float = 0.0
+    """Seconds every env step sleeps first (:class:`agentgym_envs.core.latency.StepLatency`; train and
+    evaluation envs): a stand-in for slow envs, e.g. the async-collection benchmark. 0: none."""
+
+    def __post_init__(self) -> None:
+        require(isinstance(self.step_latency_s, (int, float)) and 0 <= self.step_latency_s < 3600,
+                f"env.step_latency_s must be a number of seconds in [0, 3600), got {self.step_latency_s!r}")
+        require(self.max_turns >= 1, f"env.max_turns must be >= 1, got {self.max_turns}")
+        require(self.protocol in ("auto", *protocol_names()),
+                f"env.protocol must be 'auto' or one of {protocol_names()}, got {self.protocol!r}")
+        require(self.train_tasks >= 0, f"env.train_tasks must be >= 0 (0: all tasks), got {self.train_tasks}")
+        for name in ("train_kwargs", "eval_kwargs"):
+            value = getattr(self, name)
+            require(isinstance(value, dict) and all(isinstance(k, str) for k in value),
+                    f"env.{name} must be a mapping of make kwargs (e.g. {{split: train}}), got {value!r}")
+            require(not {"protocol", "max_turns"} & set(value),
+                    f"env.{name} must not set protocol or max_turns: use env.protocol / env.max_turns")
+
+    def make_kwargs(self, train: bool) -> dict[str, Any]:
+        """The kwargs for :func:`agentgym_envs.make` of the train (or evaluation) env: shortcuts, then the dict."""
+        if not train:
+            return {**({"split": self.eval_split} if self.eval_split else {}), **self.eval_kwargs}
+        shortcuts: dict[str, Any] = {"split": self.train_split} if self.train_split else {}
+        if self.dense_reward:
+            shortcuts["dense_reward"] = True
+        if self.expert:
+            shortcuts["expert"] = self.expert
+        return {**shortcuts, **self.train_kwargs}
+
+
+def play_specs(env: EnvConfig) -> tuple[PlaySpec, PlaySpec]:
+    """The train and evaluation specs: the make kwargs are the config's (:meth:`EnvConfig.make_kwargs`), the
+    trainer adds none. An env without a task list gets seeded task ids, train and held-out streams disjoint
+    (:func:`trainer.collect.episodes.task_seed`)."""
+    common = dict(protocol=env.protocol, max_turns=env.max_turns, system_prompt=env.system_prompt,
+                  task_reminder=env.task_reminder, step_latency_s=env.step_latency_s)
+    return (PlaySpec(env.env_id, env.make_kwargs(train=True), **common, seed_stream=0),
+            PlaySpec(env.env_id, env.make_kwargs(train=False), **common, seed_stream=1, seeded_tasks=SEEDED_EVAL_TASKS))
+
+
+@dataclass
+class EvalConfig:
+    every: int = 0
+    """Evaluate every this many updates (0: only before and after training)."""
+    num_tasks: int = 64
+    """Held-out tasks evaluated: the first this many (0: the whole split, e.g. 3,553 on Household's default:
+    hours on a CPU with a real model). 64 bounds the default while its 95% interval stays about ±0.12."""
+    temperature: float = 0.0
+    repeats: int = 1
+    """Episodes per task (useful with ``temperature > 0``)."""
+
+
+def reusing_prefixes(policy: Any) -> contextlib.AbstractContextManager:
+    """The policy's prefix-reuse scope for one batch of episodes (``HFPolicy.reusing_prefixes``: each turn's
+    prefill reuses the episode's earlier turns), or a no-op for a policy without one (vLLM caches prefixes
+    itself; text policies have no cache)."""
+    scope = getattr(policy, "reusing_prefixes", None)
+    return scope() if callable(scope) else contextlib.nullcontext()
 
 
 def task_seed(task: int, stream: int) -> int:

@@ -31,15 +31,72 @@ from agentgym_envs.chat import ChatHistory
 from agentgym_envs.policies import SamplingConfig, TokenPolicy
 from agentgym_envs.vector import TextVectorEnv
 
-from ..models.backends import reusing_prefixes
+from ..errors import require
 from ..seeding import derive_seed
-from .episodes import PlaySpec, turn_seed
+from .episodes import PlaySpec, reusing_prefixes, turn_seed
 from .trajectory import Trajectory, TrajectoryBuilder, prefix_extension_mismatch
 
 _log = logging.getLogger(__name__)
 
 #: What one training sample is (see the module docstring).
 SAMPLE_UNITS = ("episode", "turn", "auto")
+
+
+@dataclass
+class RolloutConfig:
+    """How trajectories are sampled."""
+
+    tasks_per_step: int = 8
+    """Distinct tasks (groups) per update."""
+    group_size: int = 4
+    """G: rollouts per task from one identical start state."""
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_new_tokens: int = 16
+    max_context_tokens: int = 1024
+    """Context budget per episode: an episode whose next prompt would not fit ends (``finish="context"``),
+    unless ``fold_keep_turns`` > 0."""
+    fold_keep_turns: int = 0
+    """History folding: > 0 re-renders an episode that outgrows the budget with only its last this-many
+    turns (the first observation stays) and continues it in a new token segment; 0 ends it instead."""
+    sample_unit: str = "auto"
+    """What one training sample is: ``episode`` (the whole episode as one token sequence; needs a template
+    whose rendering of each turn extends the last), ``turn`` (each turn its own sample: system prompt, first
+    observation and the last ``turn_window`` turns as the template renders them, then the sampled ids;
+    verl-agent/GiGPO style) or ``auto`` (episode where the template keeps past turns verbatim, turn where it
+    rewrites them, e.g. Qwen3 dropping past ``<think>``; probed once per run and logged)."""
+    turn_window: int = 4
+    """Turn mode: how many past turns each prompt shows (>= 1); bounds the memory per sample."""
+    mode: str = "thread"
+    """Vector-env workers: ``thread`` or ``process`` (with ``backend=local``)."""
+    backend: str = "local"
+    """Where the rollout envs run: ``local`` (``mode`` workers on this machine) or ``ray`` (env actors spread
+    over the Ray cluster of ``ray.address``; the policy and training stay in this process group)."""
+    invalid_penalty: float = 0.0
+    """Subtracted from a training turn's reward when the env says the action was invalid
+    (``info["action_valid"]`` false); evaluation and ``won`` are unaffected."""
+    stall_penalty: float = 0.0
+    """Subtracted from a training turn's reward when the episode goes on in the state it was in (its
+    ``state_key`` unchanged: a maze's wall bump or ``look``); the larger of this and ``invalid_penalty`` applies.
+    Unlike the invalid penalty alone it leaves no valid no-op as a safe haven. Training only, as above."""
+    dump: bool = False
+    """Write every step's rollouts as chat-format records to ``out_dir/rollouts/step_<n>.jsonl``
+    (:mod:`trainer.collect.rollout_dump`; export them with ``agentgym export --train-run``). Off: nothing is written."""
+    source: str = "envs"
+    """Where trajectories come from: ``envs`` (the trainer plays ``env.env_id`` itself) or ``gateway`` (an external
+    harness plays through the trajectory-capturing gateway, ``gateway.*``; trainer/serve/gateway/source.py)."""
+
+    def __post_init__(self) -> None:
+        require(self.source in ("envs", "gateway"), f"rollout.source must be 'envs' or 'gateway', got {self.source!r}")
+        require(self.tasks_per_step >= 1, f"rollout.tasks_per_step must be >= 1, got {self.tasks_per_step}")
+        require(self.group_size >= 2, f"rollout.group_size must be >= 2 for group-relative advantages, got {self.group_size}")
+        require(self.fold_keep_turns >= 0, f"rollout.fold_keep_turns must be >= 0 (0: no folding), got {self.fold_keep_turns}")
+        require(self.sample_unit in ("episode", "turn", "auto"),
+                f"rollout.sample_unit must be 'episode', 'turn' or 'auto', got {self.sample_unit!r}")
+        require(self.turn_window >= 1, f"rollout.turn_window must be >= 1 (past turns shown in turn mode), got {self.turn_window}")
+        require(self.backend in ("local", "ray"), f"rollout.backend must be 'local' or 'ray', got {self.backend!r}")
+        require(self.max_context_tokens > self.max_new_tokens,
+                f"rollout.max_context_tokens ({self.max_context_tokens}) must exceed max_new_tokens ({self.max_new_tokens})")
 
 
 def resolve_sample_unit(policy: TokenPolicy, unit: str, turn_window: int = 4) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -23,8 +23,45 @@ from agentgym_envs.policies import Completion, EnvSidePolicy, ExpertPolicy, Samp
 
 from ..collect.episodes import PlaySpec, TextEpisode, run_text_episodes
 from ..collect.trajectory import Trajectory, TrajectoryBuilder
-from ..models.backends.hf import HFPolicy
+from ..errors import require
 from .logprobs import pack, token_logprobs
+
+if TYPE_CHECKING:  # a type only: BC trains any HF-backed policy the run built (trainer.models)
+    from ..models.backends.hf import HFPolicy
+
+
+@dataclass
+class BCConfig:
+    """Behaviour-cloning warm-up from the env's scripted expert (skipped when ``episodes`` is 0)."""
+
+    episodes: int = 0
+    epochs: int = 2
+    batch_size: int = 16
+    lr: float = 3e-3
+    explore: float = 0.0
+    """Probability that the expert takes one of the env's ``expert_detours()`` instead of its move when
+    the env offers some (:class:`trainer.learn.bc.ExploringExpertPolicy`): recovery states for BC. 0: the plain
+    scripted expert."""
+    max_detours: int = 2
+    """At most this many detours per BC episode."""
+    expert_noise: float = 0.0
+    """Probability that each move of the demonstrator is a uniformly drawn valid action instead of the
+    expert's, *labelled* (:class:`trainer.learn.bc.NoisyExpertPolicy`): a weak demonstrator that BC alone cannot
+    beat at the sampling temperature, however long it clones. 0: the plain scripted expert."""
+    expert_habit: str = ""
+    """With ``expert_noise``: the noisy move is always this native action (a dithering demonstrator, e.g.
+    Maze's ``look``) instead of a uniformly drawn valid one."""
+    group_by_length: int = 0
+    """> 0: batches of episodes of similar length, drawn from shuffled megabatches of this many batches
+    (:func:`trainer.learn.bc.epoch_batches`): the same data per epoch with less padding. 0: plain shuffled batches."""
+
+    def __post_init__(self) -> None:
+        require(self.episodes >= 0 and self.epochs >= 1 and self.batch_size >= 1 and self.group_by_length >= 0,
+                "bc sizes must be positive (group_by_length >= 0)")
+        require(0.0 <= self.explore <= 1.0 and self.max_detours >= 0, "bc.explore must be in [0, 1], max_detours >= 0")
+        require(0.0 <= self.expert_noise <= 1.0, f"bc.expert_noise must be in [0, 1], got {self.expert_noise}")
+        require(not (self.explore > 0 and self.expert_noise > 0),
+                "bc.explore (unlabelled detours) and bc.expert_noise (labelled noise) are exclusive: set one to 0")
 
 
 @dataclass

@@ -39,12 +39,60 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from ..errors import require
+
 
 LOG_RATIO_CLAMP = 20.0
 """Bound on ``|log π - log π_old|`` (and on k3's log-ratio) before ``exp``: e^20 ≈ 4.9e8 stays finite in
 fp32 and bf16, e^89 would not. Outside the bound the token's ratio is constant (no gradient through it)."""
 K3_CLAMP = 10.0
 """Bound on a token's k3 value (k3 ≥ 0, so in effect ``≤ 10``); the unclamped value is ~e^|Δ|."""
+
+
+@dataclass
+class LossConfig:
+    """The clipped policy-gradient loss (see :mod:`trainer.learn.loss`)."""
+
+    clip_low: float = 0.2
+    clip_high: float = 0.28
+    aggregation: str = "token_mean"
+    kl_coef: float = 0.0
+    kl_estimator: str = "k3"
+    entropy_coef: float = 0.0
+    kernel_backend: str = "auto"
+    clip_ratio_c: float = 3.0
+    """Dual-clip bound (Ye et al. 2020): a token with a negative advantage A loses at most ``-A · clip_ratio_c``
+    however large its ratio grew off-policy (minibatches > 1, a separate sampler). Must be > 1; verl's default
+    is 3. On-policy the ratio stays near 1 and the bound is never used."""
+    policy_loss: str = "ppo"
+    """The per-token policy term (:data:`trainer.learn.loss.POLICY_LOSSES`): ``ppo`` (dual-clipped PPO/DAPO),
+    ``gspo`` (sequence-level ratio, its own clip range below), ``cispo`` (clipped stop-gradient IS weight
+    times ``A · log π``, clipped by ``clip_low`` / ``clip_high``)."""
+    gspo_clip_low: float = 3e-4
+    gspo_clip_high: float = 4e-4
+    """GSPO's clip range on the length-normalised sequence ratio (the paper's 3e-4 / 4e-4)."""
+    rollout_correction: str = "none"
+    """Trainer-vs-sampler correction (:func:`trainer.learn.loss.rollout_correction`): ``none``, ``tis_token``,
+    ``tis_sequence`` (truncated IS weight), ``mis_token``, ``mis_sequence`` (masked IS). On: the trainer's
+    ``π_old`` is recomputed before the update's first gradient step and the PPO ratio is taken to it."""
+    rollout_correction_cap: float = 2.0
+    """``C``: TIS weights are ``min(ρ, C)``; MIS keeps ``ρ`` in ``[1/C, C]`` (verl's default 2). Must be > 1."""
+    echo_coef: float = 0.0
+    """ECHO: weight of the cross-entropy on environment-observation tokens (0: off, no extra kernel call)."""
+
+    def __post_init__(self) -> None:
+        require(self.policy_loss in POLICY_LOSSES, f"loss.policy_loss must be one of {', '.join(POLICY_LOSSES)}, got {self.policy_loss!r}")
+        require(self.rollout_correction in ROLLOUT_CORRECTIONS,
+                f"loss.rollout_correction must be one of {', '.join(ROLLOUT_CORRECTIONS)}, got {self.rollout_correction!r}")
+        require(self.rollout_correction_cap > 1, f"loss.rollout_correction_cap must be > 1, got {self.rollout_correction_cap}")
+        require(0 <= self.gspo_clip_low < 1 and self.gspo_clip_high >= 0,
+                f"loss.gspo_clip_low must be in [0, 1) and gspo_clip_high >= 0, got {self.gspo_clip_low}, {self.gspo_clip_high}")
+        require(self.echo_coef >= 0, f"loss.echo_coef must be >= 0 (0: off), got {self.echo_coef}")
+
+        require(self.aggregation in AGGREGATIONS, f"loss.aggregation must be one of {', '.join(AGGREGATIONS)}, got {self.aggregation!r}")
+        require(self.kl_estimator in KL_ESTIMATORS, f"loss.kl_estimator must be one of {', '.join(KL_ESTIMATORS)}")
+        require(0 <= self.clip_low < 1 and self.clip_high >= 0, "loss.clip_low must be in [0, 1) and clip_high >= 0")
+        require(self.clip_ratio_c > 1, f"loss.clip_ratio_c must be > 1 (the dual-clip bound on the ratio), got {self.clip_ratio_c}")
 
 
 @dataclass(frozen=True)

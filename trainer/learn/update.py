@@ -31,18 +31,20 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
+from ..collect.staleness import correction_of
+from ..collect.trajectory import Trajectory
+from ..errors import require
+from ..seeding import derive_seed
 from .algorithms import token_advantages
 from .logprobs import PackedBatch, pack, token_logprobs
 from .loss import (BatchCounts, LossSettings, batch_counts, global_sum, observation_mask, policy_loss,
                    rollout_correction)
-from ..collect.staleness import correction_of
-from ..collect.trajectory import Trajectory
-from ..seeding import derive_seed
 from .value import dense_value_targets, turn_starts
 
 _log = logging.getLogger(__name__)
@@ -53,6 +55,40 @@ _MAX_METRICS = ("logprob_gap_max",)
 """Metrics combined over micro-batches by max; every other one is a share and is summed."""
 _warned: list[int] = []
 """Non-empty once the ECHO-with-turn-samples warning was logged (once per process)."""
+
+
+@dataclass
+class OptimConfig:
+    """The RL optimiser (AdamW or plain SGD), linear warm-up then constant."""
+
+    name: str = "adamw"
+    """``adamw`` or ``sgd``. Adam's first steps move every weight by about ``lr`` whatever the gradient's
+    size, so a weak, noisy RL gradient (a few successes in a batch of a small model) becomes a full-size
+    random step; SGD moves weights in proportion to the signal (use a much larger ``lr``)."""
+    lr: float = 1e-4
+    weight_decay: float = 0.0
+    grad_clip: float = 1.0
+    warmup_steps: int = 0
+    minibatches: int = 1
+    """Gradient steps per collection (the batch is split; >1 makes later steps off-policy, hence the clip)."""
+    epochs: int = 1
+    """PPO-style passes over the minibatches per collection (``epochs × minibatches`` gradient steps); the
+    minibatch split is reshuffled each epoch after the first from a seed derived from ``seed`` and the step."""
+    micro_batch_tokens: int | str = "auto"
+    """Gradient accumulation by a token budget: each forward holds at most this many padded tokens (rows ×
+    longest row), at least one row; 0 runs each minibatch in one forward. The gradient equals the whole
+    minibatch's in one forward (:mod:`trainer.learn.update`). ``auto``: sized to the device's memory and the model
+    (:func:`trainer.run.defaults.auto_micro_batch_tokens`; one forward when the largest possible minibatch fits; a
+    135 M model on 24 GiB gets about 1,900, where one forward of a turn-mode batch was OOM-killed)."""
+
+    def __post_init__(self) -> None:
+        require(self.name in ("adamw", "sgd"), f"optim.name must be 'adamw' or 'sgd', got {self.name!r}")
+        require(self.lr > 0, f"optim.lr must be > 0, got {self.lr}")
+        require(self.minibatches >= 1, f"optim.minibatches must be >= 1, got {self.minibatches}")
+        require(self.epochs >= 1, f"optim.epochs must be >= 1, got {self.epochs}")
+        require(self.micro_batch_tokens == "auto" or (type(self.micro_batch_tokens) is int and self.micro_batch_tokens >= 0),
+                f"optim.micro_batch_tokens must be 'auto' or an int >= 0 (0: one forward per minibatch), "
+                f"got {self.micro_batch_tokens!r}")
 
 
 def minibatch_split(num: int, minibatches: int, *, epoch: int, seed: int, step: int) -> list[list[int]]:
@@ -135,7 +171,7 @@ def pack_minibatch(trainer: Any, trajectories: list[Trajectory], advantages: lis
     for group in micro_batches([len(s.token_ids) for s, _, _ in rows], trainer.config.optim.micro_batch_tokens):
         part = [rows[r] for r in group]
         batch = pack([s for s, _, _ in part], trainer.policy.pad_id,
-                     [token_advantages(s, advantages[i]) for s, i, _ in part], device=trainer.models.device,
+                     [token_advantages(s, advantages[i]) for s, i, _ in part], device=trainer.device,
                      value_targets=None if returns is None else [dense_value_targets(s, returns[i]) for s, i, _ in part])
         out.append(_with_loss_extras(trainer.config, batch, None if old is None else [old[i, j] for _, i, j in part]))
     return out
@@ -167,7 +203,7 @@ def old_logprobs(trainer: Any, trajectories: list[Trajectory]) -> tuple[OldLogpr
     old: OldLogprobs = {}
     sums = torch.zeros(4, dtype=torch.float64)  # tokens, |gap|, weight, kept
     for group in groups:
-        batch = pack([rows[r][2] for r in group], trainer.policy.pad_id, device=trainer.models.device)
+        batch = pack([rows[r][2] for r in group], trainer.policy.pad_id, device=trainer.device)
         logp, _ = token_logprobs(trainer.model, batch, temperature=c.rollout.temperature or 1.0, backend=c.loss.kernel_backend)
         for b, r in enumerate(group):
             k, j, segment = rows[r]
@@ -177,9 +213,9 @@ def old_logprobs(trainer: Any, trajectories: list[Trajectory]) -> tuple[OldLogpr
         sums += torch.tensor([float(mask.sum()), float(((logp - batch.sampling_logprobs).abs() * mask).sum()),
                               float(((weights if weights is not None else 1.0) * mask).sum()), float(kept.sum())],
                              dtype=torch.float64)
-    for batch in trainer.world.padding(len(groups), trainer.policy.pad_id, trainer.models.device):  # FSDP2: same forwards
+    for batch in trainer.world.padding(len(groups), trainer.policy.pad_id, trainer.device):  # FSDP2: same forwards
         token_logprobs(trainer.model, batch, backend=c.loss.kernel_backend)
-    tokens = max(float(global_sum(torch.tensor([float(sums[0])], dtype=torch.float64, device=trainer.models.device))), 1.0)
+    tokens = max(float(global_sum(torch.tensor([float(sums[0])], dtype=torch.float64, device=trainer.device))), 1.0)
     return old, {"rollout_gap_old_mean": float(sums[1]) / tokens, "rollout_is_weight_mean": float(sums[2]) / tokens,
                  "rollout_kept_fraction": float(sums[3]) / tokens}
 
@@ -191,7 +227,7 @@ def read_turn_values(trainer: Any, trajectories: list[Trajectory]) -> None:
     rows = [(k, s) for k, t in enumerate(trajectories) for s in t.segments]
     by_turn: list[dict[int, float]] = [{} for _ in trajectories]
     for group in micro_batches([len(s.token_ids) for _, s in rows], trainer.config.optim.micro_batch_tokens):
-        batch = pack([rows[r][1] for r in group], trainer.policy.pad_id, device=trainer.models.device)
+        batch = pack([rows[r][1] for r in group], trainer.policy.pad_id, device=trainer.device)
         hidden = trainer.model.get_decoder()(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
                                              use_cache=False).last_hidden_state
         values = trainer.value_head(hidden).tolist()  # (B, T)
@@ -214,11 +250,11 @@ def loss_settings(config: Any) -> LossSettings:
 def accumulate_gradients(trainer: Any, micro: Sequence[PackedBatch]) -> dict[str, float]:
     """``backward`` of each micro-batch's share of the minibatch's loss (gradients add up in ``.grad``);
     returns the minibatch's metrics. Does not zero, clip or step."""
-    counts = batch_counts([b.loss_mask for b in micro] or [torch.zeros(0, 1, device=trainer.models.device)],
+    counts = batch_counts([b.loss_mask for b in micro] or [torch.zeros(0, 1, device=trainer.device)],
                           [b.value_targets for b in micro], observation_masks=[b.observed for b in micro])
     # zero-weight forwards that bring this rank up to the most any rank makes; agreed (a collective) before any
     # backward, since DDP all-reduces in each backward and FSDP2 all-gathers in each forward
-    padding = trainer.world.padding(len(micro), trainer.policy.pad_id, trainer.models.device)
+    padding = trainer.world.padding(len(micro), trainer.policy.pad_id, trainer.device)
     total: dict[str, float] = {}
     for batch in micro:
         loss, metrics = micro_batch_loss(trainer, batch, counts)

@@ -35,12 +35,31 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from ..errors import ConfigError
+from ..errors import ConfigError, require
 
 STRATEGIES = ("ddp", "fsdp")
 """``distributed.strategy`` values."""
 _SAME_ON_EVERY_RANK = frozenset({"grad_norm", "lr", "updated", "gradient_steps", "micro_batches"})
 """Update metrics that are not shares of the global batch (averaged across ranks, not added)."""
+
+
+@dataclass
+class DistributedConfig:
+    """Data parallelism under ``torchrun`` (trainer/run/distributed.py); ignored in a plain single process."""
+
+    strategy: str = "ddp"
+    """``ddp`` (every rank holds the whole model; gradients all-reduced) or ``fsdp`` (FSDP2 ``fully_shard`` per
+    decoder layer + root: parameters, gradients and optimiser state sharded; for models that do not fit a GPU)."""
+    backend: str = "auto"
+    """Process-group backend: ``auto`` (``nccl`` with CUDA, else ``gloo``), ``nccl`` or ``gloo``."""
+    timeout_minutes: float = 30.0
+    """How long a collective waits for the other ranks (rank 0 evaluates alone while the others wait)."""
+
+    def __post_init__(self) -> None:
+        require(self.strategy in ("ddp", "fsdp"), f"distributed.strategy must be 'ddp' or 'fsdp', got {self.strategy!r}")
+        require(self.backend in ("auto", "nccl", "gloo"),
+                f"distributed.backend must be 'auto', 'nccl' or 'gloo', got {self.backend!r}")
+        require(self.timeout_minutes > 0, f"distributed.timeout_minutes must be > 0, got {self.timeout_minutes}")
 
 
 @dataclass

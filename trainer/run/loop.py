@@ -25,7 +25,7 @@ from agentgym_envs.core.hooks import has_expert
 from agentgym_envs.policies import SamplingConfig
 
 from ..collect.asynchronous import AsyncCollection
-from ..collect.episodes import SEEDED_EVAL_TASKS, PlaySpec, run_text_episodes, success_rate
+from ..collect.episodes import play_specs, run_text_episodes, success_rate
 from ..collect.rollout import RolloutWorker, resolve_sample_unit
 from ..collect.trajectory import Trajectory
 from ..errors import CheckpointError
@@ -35,61 +35,19 @@ from ..learn.algorithms.replay import current_logprobs
 from ..learn.bc import behaviour_clone, expert_trajectories
 from ..learn.update import read_turn_values, rl_update
 from ..learn.value import ValueHead
-from ..models.backends.chat_tokens import read_chat_template
 from ..models.backends.hf import HFPolicy
 from ..models.device import cpu_threads, float32_master, place_model, resolve_device, resolve_dtype
+from ..models.policy import load_model
 from ..seeding import TaskSampler, capture_rng, derive_seed, restore_rng
 from .checkpoint import config_differences, latest_checkpoint, load_checkpoint, save_checkpoint
-from .config import EnvConfig, TrainConfig, to_dict
+from .config import TrainConfig, to_dict
 from .distributed import init_world
-from .log import JsonlLogger, TensorBoardLogger, summary_line
 from .ray_rollout import ray_options, stop_ray, vector_mode
-from .wandb_log import WandbLogger
 
 _log = logging.getLogger(__name__)
 
 #: Purposes of derived seeds (stream ids), so that no two uses share random numbers.
-_SAMPLE, _ENV, _BC, _EVAL, _LORA = 1, 2, 3, 4, 5
-
-
-def load_model(config: TrainConfig) -> tuple[Any, Any]:
-    """The policy's ``(model, tokenizer)``: the tiny model built locally, or the HF directory ``policy.path``
-    resolves to (a directory, a ``.gguf`` file's cached copy, a registered name: :func:`trainer.models.resolve_model`); with
-    ``policy.chat_template`` replacing the tokenizer's template, and with ``policy.lora.rank > 0`` wrapped
-    in ``peft`` adapters (only they train)."""
-    if config.policy.kind == "tiny":
-        from ..models.tiny import build_tiny
-
-        model, tokenizer = build_tiny(config.policy.tiny, config.policy.cache_dir or None)
-    else:
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        from ..models.registry import resolve_model
-
-        path = str(resolve_model(config.policy.path))
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
-        tokenizer = AutoTokenizer.from_pretrained(path)
-    if config.policy.chat_template:
-        tokenizer.chat_template = read_chat_template(config.policy.chat_template)
-    lora = config.policy.lora
-    if lora.rank > 0:
-        from peft import LoraConfig, get_peft_model
-
-        with torch.random.fork_rng(devices=[]):  # adapter init draws from torch's RNG: keep it seeded and local
-            torch.manual_seed(derive_seed(config.seed, _LORA))
-            model = get_peft_model(model, LoraConfig(r=lora.rank, lora_alpha=lora.alpha, target_modules=list(lora.targets),
-                                                     lora_dropout=0.0, bias="none", task_type="CAUSAL_LM"))
-    return model, tokenizer
-
-
-def play_specs(env: EnvConfig) -> tuple[PlaySpec, PlaySpec]:
-    """The train and evaluation specs: the make kwargs are the config's (:meth:`EnvConfig.make_kwargs`), the
-    trainer adds none. An env without a task list gets seeded task ids, train and held-out streams disjoint
-    (:func:`trainer.collect.episodes.task_seed`)."""
-    common = dict(protocol=env.protocol, max_turns=env.max_turns, system_prompt=env.system_prompt,
-                  task_reminder=env.task_reminder, step_latency_s=env.step_latency_s)
-    return (PlaySpec(env.env_id, env.make_kwargs(train=True), **common, seed_stream=0),
-            PlaySpec(env.env_id, env.make_kwargs(train=False), **common, seed_stream=1, seeded_tasks=SEEDED_EVAL_TASKS))
+_SAMPLE, _ENV, _BC, _EVAL = 1, 2, 3, 4  # 5: LoRA's initialisation (trainer.models.policy)
 
 
 class Trainer:
@@ -100,7 +58,7 @@ class Trainer:
         torch.set_num_threads(cpu_threads(config.policy.threads))
         self.world = init_world(config.distributed)  # torchrun's ranks, or a world of one (trainer/run/distributed.py)
         self.world.check(config)
-        model, tokenizer = load_model(config)
+        model, tokenizer = load_model(config.policy, config.seed)
         self.device = resolve_device(config.policy.device)
         model = place_model(model, self.device, resolve_dtype(config.policy.dtype),
                             gradient_checkpointing=config.policy.gradient_checkpointing)
@@ -219,7 +177,7 @@ class Trainer:
         """A frozen copy of the current policy: the KL reference (taken after the warm-up). Under torchrun a
         plain full copy on every rank (a deepcopy would copy the DDP / FSDP wiring); a collective then."""
         if self.world.active:
-            fresh = place_model(load_model(self.config)[0], self.device, resolve_dtype(self.config.policy.dtype))
+            fresh = place_model(load_model(self.config.policy, self.config.seed)[0], self.device, resolve_dtype(self.config.policy.dtype))
             ref = self.world.plain_copy(self.model, fresh).eval()
         else:
             ref = copy.deepcopy(self.model).eval()
@@ -378,80 +336,3 @@ class Trainer:
             stop_ray()
         if self.rollout_policy is not self.policy:
             self.rollout_policy.close()
-
-
-def fit(trainer: Trainer, *, stop_after: int | None = None, echo: Any = print) -> list[dict[str, Any]]:
-    """Run ``trainer`` from wherever its checkpoint left it to ``config.steps``, logging every step.
-
-    A checkpoint in ``out_dir`` is resumed only if its config matches (:meth:`Trainer.resume`); a changed
-    config raises :class:`CheckpointError` unless ``config.resume`` is set.
-
-    ``stop_after`` ends the call after that many updates in this process (tests use it to simulate a kill).
-    Returns the records logged in this call.
-    """
-    c = trainer.config
-    resumed = trainer.resume()
-    if trainer.step < c.steps and c.rollout.source == "envs":
-        trainer.check_context()  # before any warm-up or update: a prompt that cannot fit is a config error
-    resume_step = trainer.step if resumed else None
-    main = trainer.world.is_main  # under torchrun only rank 0 logs and prints (its records hold all ranks' means)
-    loggers: list[Any] = [JsonlLogger(Path(c.out_dir) / "metrics.jsonl", resume_step=resume_step)] if main else []
-    if c.tensorboard and main:
-        loggers.append(TensorBoardLogger(Path(c.out_dir) / "tensorboard", resume_step=resume_step))
-    if c.wandb.enabled and main:  # an offline W&B run mirroring metrics.jsonl (trainer/run/wandb_log.py)
-        loggers.append(WandbLogger(c.wandb, c.out_dir, to_dict(c)))
-    records: list[dict[str, Any]] = []
-
-    def emit(record: dict[str, Any]) -> None:
-        for logger in loggers:
-            logger.log(record)
-        records.append(record)
-        if echo is not None and main:
-            echo(summary_line(record) if "reward" in record else record)
-
-    try:
-        if not trainer.bc_done:
-            emit({"step": 0, "phase": "bc", **trainer.warm_up()})
-            if c.checkpoint_last or c.checkpoint_every:
-                trainer.save()
-        if trainer.ref_model is None and c.loss.kl_coef > 0:
-            trainer.ref_model = trainer.reference_copy()
-        done_here = 0
-        with _progress(c.progress and main, c.steps, trainer.step) as advance:
-            while trainer.step < c.steps and (stop_after is None or done_here < stop_after):
-                record = trainer.train_step()
-                if c.eval.every and trainer.step % c.eval.every == 0:
-                    record.update(trainer.evaluate())
-                emit(record)
-                done_here += 1
-                advance()
-                if (c.checkpoint_every and trainer.step % c.checkpoint_every == 0) or (c.checkpoint_last and trainer.step == c.steps):
-                    trainer.save()
-    finally:
-        for logger in loggers[1:]:
-            logger.close()
-    return records
-
-
-class _progress:
-    """A rich progress bar on a terminal when asked for; otherwise nothing."""
-
-    def __init__(self, enabled: bool, total: int, completed: int):
-        import sys
-
-        self.enabled = enabled and sys.stdout.isatty()
-        self.total, self.completed = total, completed
-
-    def __enter__(self):
-        if not self.enabled:
-            return lambda: None
-        from rich.progress import Progress
-
-        self._bar = Progress(transient=True)
-        self._bar.start()
-        task = self._bar.add_task("training", total=self.total, completed=self.completed)
-        return lambda: self._bar.advance(task)
-
-    def __exit__(self, *exc: Any) -> None:
-        if self.enabled:
-            self._bar.stop()

@@ -18,11 +18,36 @@ actor and the next collection goes on.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from .config import RaySettings, TrainConfig
+from ..errors import require
+
+if TYPE_CHECKING:
+    from .config import TrainConfig
 
 _started_here = False
+
+
+@dataclass
+class RaySettings:
+    """The Ray cluster of ``rollout.backend=ray`` (trainer/run/ray_rollout.py; docs/scaling.md)."""
+
+    address: str = ""
+    """``""``: start a loopback cluster in this process; ``auto`` or ``HOST:PORT``: join a running one."""
+    num_cpus: int = 0
+    """CPUs of a cluster started here (0: Ray's default, all of them); must be 0 when joining one."""
+    envs_per_actor: int = 0
+    """K, the envs each env actor hosts and steps in one call (0: the rollout envs spread over the CPUs)."""
+    actor_cpus: float = 1.0
+    """CPUs each env actor reserves (fractional for envs that mostly wait, e.g. on a sandbox or browser)."""
+
+    def __post_init__(self) -> None:
+        require(self.num_cpus >= 0, f"ray.num_cpus must be >= 0 (0: Ray's default), got {self.num_cpus}")
+        require(self.envs_per_actor >= 0, f"ray.envs_per_actor must be >= 0 (0: automatic), got {self.envs_per_actor}")
+        require(self.actor_cpus > 0, f"ray.actor_cpus must be > 0, got {self.actor_cpus}")
+        require(not (self.address and self.num_cpus), f"ray.num_cpus is for a cluster started here; with "
+                f"ray.address={self.address!r} expected ray.num_cpus=0, got {self.num_cpus}")
 
 
 def vector_mode(config: TrainConfig) -> str:

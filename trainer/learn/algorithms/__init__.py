@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from ...collect.trajectory import Trajectory
+from ...errors import require
 from .gae import gae_advantages
 from .gigpo import discounted_returns, gigpo_advantages, step_group_advantages
 from .graph import graph_step_advantages, mix
@@ -25,6 +26,65 @@ from .tigpo import cross_temporal_advantages
 __all__ = ["ESTIMATORS", "CRITIC_ESTIMATORS", "AdvantageSettings", "estimate", "token_advantages", "group_by", "grpo_advantages",
            "rloo_advantages", "reinforce_pp_advantages", "gae_advantages", "gigpo_advantages",
            "step_group_advantages", "discounted_returns", "graph_credit"]
+
+
+@dataclass
+class AlgorithmConfig:
+    """Advantage estimation."""
+
+    estimator: str = "grpo"
+    """One of ``grpo``, ``dr_grpo``, ``rloo``, ``reinforce_pp``, ``gigpo``, ``gigpo_mean``, ``ppo_gae``,
+    ``graphgpo``, ``tigpo``."""
+    gamma: float = 0.95
+    gigpo_omega: float = 1.0
+    gae_lambda: float = 0.95
+    positive_only: bool = False
+    """Self-imitation: clip advantages below at 0, so an update only raises the likelihood of better-than-
+    average turns (Oh et al., 2018). With a weak start most rollouts fail; pushing their tokens down spreads
+    probability over malformed text (entropy rises), which at small scale can swamp the few successes."""
+    value_coef: float = 0.5
+    """Weight of the critic's squared error (``ppo_gae`` only)."""
+    filter_zero_variance: bool = True
+    """Drop groups whose rollouts all got the same return (DAPO): they carry no group-relative signal."""
+    graph_omega: float = 1.0
+    """Weight of the graph credit ``A^G`` in ``graphgpo`` / ``tigpo`` (``trainer/learn/algorithms/graph.py``)."""
+    graph_mix: float = 0.0
+    """> 0 adds ``graph_mix · A^G`` (GraphGPO's graph credit) to any other estimator's per-turn advantages."""
+    tigpo_revisit_fraction: float = 0.25
+    """``tigpo``: fraction of each step's task groups that re-attempt earlier tasks (revisit slots)."""
+    tigpo_memory_tasks: int = 1024
+    """``tigpo``: tasks whose transitions and exploration returns are remembered (the least recent go first)."""
+    replay_groups: int = 0
+    """Headroom-Drift replay: stored groups mixed into each step's fresh batch (0: no replay)."""
+    replay_max_drift: float = 0.1
+    """Replay's drift gate: a stored group is used only while the mean |log-ratio| of its tokens under the
+    current policy vs their sampling log-probs is at most this (nats)."""
+    replay_buffer_groups: int = 64
+    """Replay buffer size in groups (the oldest go first)."""
+    tao_filter: bool = False
+    """TAO: drop trajectories whose every tool call failed (the env rejected every action)."""
+    tool_abuse_penalty: float = 0.0
+    """EAPO: ``λ`` of the penalty ``λ · (group success rate)`` on each repeated tool call's reward (tool envs)."""
+    dynamic_sampling_tries: int = 1
+    """DAPO dynamic sampling: up to this many collections per step until ``rollout.tasks_per_step`` groups
+    have non-zero variance (1: one collection, the plain behaviour)."""
+
+    def __post_init__(self) -> None:
+        require(self.estimator in ESTIMATORS,
+                f"algorithm.estimator must be one of {', '.join(ESTIMATORS)}, got {self.estimator!r}")
+        require(self.graph_mix >= 0 and not (self.graph_mix and self.estimator in ("graphgpo", "tigpo")),
+                f"algorithm.graph_mix must be >= 0 and 0 with graphgpo/tigpo (they include A^G: set graph_omega), "
+                f"got {self.graph_mix} with {self.estimator}")
+        require(0 <= self.tigpo_revisit_fraction < 1,
+                f"algorithm.tigpo_revisit_fraction must be in [0, 1), got {self.tigpo_revisit_fraction}")
+        require(self.tigpo_memory_tasks >= 1, f"algorithm.tigpo_memory_tasks must be >= 1, got {self.tigpo_memory_tasks}")
+        require(0 <= self.replay_groups <= self.replay_buffer_groups,
+                f"algorithm.replay_groups must be in [0, replay_buffer_groups={self.replay_buffer_groups}], "
+                f"got {self.replay_groups}")
+        require(self.replay_max_drift > 0, f"algorithm.replay_max_drift must be > 0 (nats), got {self.replay_max_drift}")
+        require(self.tool_abuse_penalty >= 0, f"algorithm.tool_abuse_penalty must be >= 0, got {self.tool_abuse_penalty}")
+        require(self.dynamic_sampling_tries >= 1,
+                f"algorithm.dynamic_sampling_tries must be >= 1 (1: no dynamic sampling), got {self.dynamic_sampling_tries}")
 
 
 @dataclass(frozen=True)

@@ -125,6 +125,6 @@ def current_logprobs(trainer: Any, segments: Sequence[Trajectory]) -> list[list[
     from ..logprobs import pack, token_logprobs
 
     c = trainer.config
-    batch = pack(list(segments), trainer.policy.pad_id, device=trainer.models.device)
+    batch = pack(list(segments), trainer.policy.pad_id, device=trainer.device)
     logp, _ = token_logprobs(trainer.model, batch, temperature=c.rollout.temperature or 1.0, backend=c.loss.kernel_backend)
     return [logp[b, :len(s.token_ids)].tolist() for b, s in enumerate(segments)]
