@@ -52,7 +52,7 @@ def test_a_missing_model_directory_is_one_line(tmp_path):
     assert_one_line(run("gateway", "--hf", "./no-such-model", cwd=tmp_path), "no such directory", "--tiny")
     not_a_model = tmp_path / "empty"
     not_a_model.mkdir()
-    serve = subprocess.run([sys.executable, "-m", "trainer.serve.policy_server", "--hf", str(not_a_model)], capture_output=True,
+    serve = subprocess.run([sys.executable, "-m", "trainer.serve", "--hf", str(not_a_model)], capture_output=True,
                            text=True, cwd=tmp_path, timeout=300)
     assert_one_line(serve, "has no config.json")
 
@@ -64,7 +64,7 @@ def test_a_port_in_use_is_refused_before_the_model_loads(tmp_path):
         port = str(taken.getsockname()[1])
         start = time.monotonic()
         gateway = run("gateway", "--tiny", "--port", port, cwd=tmp_path)
-        serve = subprocess.run([sys.executable, "-m", "trainer.serve.policy_server", "--tiny", "--port", port], capture_output=True,
+        serve = subprocess.run([sys.executable, "-m", "trainer.serve", "--tiny", "--port", port], capture_output=True,
                                text=True, cwd=tmp_path, timeout=300)
         elapsed = time.monotonic() - start
     assert_one_line(gateway, f"port {port}", "already in use", "--port")

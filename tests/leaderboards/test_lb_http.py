@@ -23,7 +23,7 @@ SHORT = {"temperature": 0.0, "top_p": 1.0, "max_new_tokens": 6}
 @pytest.fixture(scope="module")
 def tiny_server():
     """`python -m trainer.serve --tiny` in a subprocess: the trainer's HF backend and tiny model over HTTP."""
-    process = subprocess.Popen([sys.executable, "-m", "trainer.serve.policy_server", "--tiny", "--port", "0"], cwd=REPO,
+    process = subprocess.Popen([sys.executable, "-m", "trainer.serve", "--tiny", "--port", "0"], cwd=REPO,
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     timer = threading.Timer(120, process.kill)
     timer.start()
