@@ -46,7 +46,7 @@ def config(args: argparse.Namespace, root: Path, seed: int, out: str, extra: lis
 def warm_up(args: argparse.Namespace, root: Path, seed: int) -> float:
     """The seed's behaviour-cloning warm-up, once, without latency (not measured): a step-0 checkpoint both
     modes start from. Returns its held-out success (the RL runs' common start)."""
-    from trainer.loop import Trainer, fit
+    from trainer import Trainer, fit
 
     trainer = Trainer(config(args, root, seed, f"bc-{seed}", ["steps=0"]))
     try:
@@ -59,7 +59,7 @@ def warm_up(args: argparse.Namespace, root: Path, seed: int) -> float:
 def run(mode: list[str], seed: int, args: argparse.Namespace, root: Path, tag: str) -> dict[str, float]:
     """RL from the seed's warm-up checkpoint: per-update time, throughput and final held-out success. The
     latency is on the train env only: evaluation is not what is measured."""
-    from trainer.loop import Trainer, fit
+    from trainer import Trainer, fit
 
     shutil.copytree(root / f"bc-{seed}", root / f"{tag}-{seed}")
     trainer = Trainer(config(args, root, seed, f"{tag}-{seed}", mode + [
@@ -87,7 +87,7 @@ def main() -> None:
     args = parser.parse_args()
     args.groups = 8  # tasks_per_step × group_size: episodes per update
     torch.set_num_threads(1)
-    logging.getLogger("trainer.loop").setLevel(logging.ERROR)  # "resuming under a changed config": on purpose
+    logging.getLogger("trainer.run.loop").setLevel(logging.ERROR)  # "resuming under a changed config": on purpose
     modes = {"sync": [], f"async S={args.staleness}": ["asynchronous.enabled=true",
                                                         f"asynchronous.max_staleness={args.staleness}"]}
     start = time.perf_counter()

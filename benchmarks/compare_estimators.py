@@ -1,6 +1,6 @@
 """Compare advantage estimators on small CPU settings under the same budget (issue 18, part 2).
 
-Every estimator of ``trainer.algorithms.ESTIMATORS`` (GRPO, Dr.GRPO, RLOO, REINFORCE++, PPO-GAE, GiGPO,
+Every estimator of ``trainer.learn.algorithms.ESTIMATORS`` (GRPO, Dr.GRPO, RLOO, REINFORCE++, PPO-GAE, GiGPO,
 GiGPO-mean, GraphGPO, TIGPO) trains the tiny policy from the same behaviour-cloned start on each setting
 (a seeded env with held-out tasks, see ``SETTINGS``), for several seeds, with the same number of updates and
 episodes per update. Held-out success is measured on a fixed held-out set every ``Setting.eval_every``
@@ -117,7 +117,7 @@ def worker(args: argparse.Namespace) -> int:
     """One (setting, seed): the BC warm-up and its held-out evaluation (update 0) once, then each estimator of
     ``args.estimator`` (comma-separated) from exactly those weights and RNG state; a JSON list of results."""
     from trainer.config import load_config
-    from trainer.loop import Trainer
+    from trainer import Trainer
     from trainer.seeding import capture_rng, restore_rng
 
     setting = SETTINGS[args.setting]

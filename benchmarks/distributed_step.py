@@ -62,7 +62,7 @@ def rank_worker(out: str, train_args: list[str]) -> None:
     import transformers  # noqa: F401
 
     from trainer.cli.train import main
-    from trainer.loop import Trainer  # noqa: F401
+    from trainer import Trainer  # noqa: F401
 
     baseline = rss_bytes()
     code = main(train_args)

@@ -7,7 +7,7 @@ into ``hidden`` (N, H) and ``weight`` (V, H):
     naive     full (N, V) logits, ``log_softmax``, gather, entropy from the full log-probs
     trl       TRL's ``selective_log_softmax`` style: (N, V) logits materialised, gather + per-sequence
               ``logsumexp``; entropies as TRL's ``entropy_from_logits`` (chunks of 128 rows, no grad)
-    chunked   ours, ``trainer.kernels.linear_logprob_entropy(backend="torch")`` ([256, V] at a time)
+    chunked   ours, ``trainer.learn.kernels.linear_logprob_entropy(backend="torch")`` ([256, V] at a time)
     liger     Liger-Kernel's ``LigerFusedLinearGRPOLoss`` (chunked loss, one sequence per chunk) if installed
               (``pip install -e ".[bench]"``; see docs/benchmarks.md)
     triton    ours, ``backend="triton"`` (CUDA only)
@@ -25,7 +25,7 @@ loss computation itself needs — the quantity the kernels exist to shrink. Time
 With ``--model`` (a registered name such as ``smollm2-135m-instruct``, a model directory or a ``.gguf``
 file: :func:`trainer.models.resolve_model`) it measures the trainer's own scoring pass instead: one forward
 of the model over ``--tokens`` tokens (rows of 256 seeded random ids), the sampled tokens' log-probs and
-entropies through ``trainer.logprobs.token_logprobs`` with the head computed ``naive`` (full logits,
+entropies through ``trainer.learn.logprobs.token_logprobs`` with the head computed ``naive`` (full logits,
 ``backend="naive"``) or ``chunked`` (``backend="torch"``, the default chunk), the clipped loss and the
 backward into every weight. There the baseline is the RSS after the model and batch are built and the peak
 is the kernel's high-water mark (``VmHWM``) reset at that point (``/proc/self/clear_refs``), so loading the
@@ -82,7 +82,7 @@ def _trl(hidden, weight, targets, T):
 
 def _ours(backend, chunk):
     def run(hidden, weight, targets, T):
-        from trainer.kernels import linear_logprob_entropy
+        from trainer.learn.kernels import linear_logprob_entropy
 
         return linear_logprob_entropy(hidden, weight, targets, T, backend=backend, chunk=chunk)
     return run
@@ -117,9 +117,9 @@ def child(args) -> dict:
     if args.variant == "liger":
         import liger_kernel.chunked_loss  # noqa: F401
     if args.variant in ("chunked", "triton"):
-        import trainer.kernels  # imports cost RSS: done before the baseline, out of the peak
+        import trainer.learn.kernels  # imports cost RSS: done before the baseline, out of the peak
     if args.variant == "triton":
-        import trainer.kernels.triton_linear_logprob  # noqa: F401
+        import trainer.learn.kernels.triton_linear_logprob  # noqa: F401
     torch.manual_seed(0)
     cuda = args.device == "cuda"
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[args.dtype]
@@ -179,7 +179,7 @@ def model_child(args) -> dict:
     import torch
     from transformers import AutoModelForCausalLM
 
-    from trainer.logprobs import PackedBatch, token_logprobs
+    from trainer.learn.logprobs import PackedBatch, token_logprobs
     from trainer.models.registry import resolve_model
 
     torch.manual_seed(0)

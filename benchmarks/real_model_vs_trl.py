@@ -1,4 +1,4 @@
-"""Ours (``agentgym train``'s :class:`trainer.loop.Trainer`) vs TRL 1.16 ``GRPOTrainer`` on SmolLM2-135M-Instruct,
+"""Ours (``agentgym train``'s :class:`trainer.run.loop.Trainer`) vs TRL 1.16 ``GRPOTrainer`` on SmolLM2-135M-Instruct,
 multi-turn Maze through our TRL adapter: seconds per update, peak RSS, tokens/s, held-out success (issue 33 §3).
 
     .venv/bin/python benchmarks/real_model_vs_trl.py [--updates 3] [--group 4] [--prompts 4] [--max-new-tokens 32]
@@ -117,10 +117,10 @@ def held_out(model: Any, tokenizer: Any, args: argparse.Namespace) -> dict[str, 
     import torch
 
     from agentgym_envs.policies import SamplingConfig
-    from trainer.backends.hf import HFPolicy
+    from trainer.models.backends.hf import HFPolicy
     from trainer.config import EnvConfig
-    from trainer.episodes import run_text_episodes, success_rate
-    from trainer.loop import play_specs
+    from trainer.collect.episodes import run_text_episodes, success_rate
+    from trainer.collect.episodes import play_specs
     from trainer.seeding import derive_seed
 
     env = EnvConfig(env_id=ENV_ID, protocol="tool_calls", max_turns=args.max_turns, train_kwargs=MAZE, eval_kwargs=MAZE)
@@ -144,7 +144,7 @@ def peak_rss_mib() -> float:
 # ----------------------------------------------------------------------------- the shared start
 def run_start(args: argparse.Namespace) -> dict[str, Any]:
     """BC warm-up (or none) by our trainer, saved to ``--start-dir``; its held-out success."""
-    from trainer.loop import Trainer
+    from trainer import Trainer
     from trainer.models.registry import resolve_model
 
     trainer = Trainer(ours_config(args, str(resolve_model(args.model)), tempfile.mkdtemp()))
@@ -158,7 +158,7 @@ def run_start(args: argparse.Namespace) -> dict[str, Any]:
 
 # ----------------------------------------------------------------------------- ours
 def run_ours(args: argparse.Namespace) -> dict[str, Any]:
-    from trainer.loop import Trainer
+    from trainer import Trainer
 
     trainer = Trainer(ours_config(args, args.start_dir, tempfile.mkdtemp()))
     trainer.check_context()
@@ -187,7 +187,7 @@ def run_ours(args: argparse.Namespace) -> dict[str, Any]:
 def trl_rows(args: argparse.Namespace, count: int) -> list[dict[str, Any]]:
     """Our sampler's train tasks in order (``count`` groups), as adapter rows: the same tasks per update as ours."""
     from agentgym_envs.interop.trl import dataset_rows
-    from trainer.episodes import SEEDED_TRAIN_TASKS, task_seed
+    from trainer.collect.episodes import SEEDED_TRAIN_TASKS, task_seed
     from trainer.seeding import TaskSampler
 
     sampler = TaskSampler(SEEDED_TRAIN_TASKS, args.seed)

@@ -61,9 +61,9 @@ def time_generate(policy, prompts, new_tokens: int, repeats: int) -> float:
 
 
 def time_rollout(policy, tasks: int, group: int, turns: int, new_tokens: int, repeats: int) -> tuple[float, float]:
-    from trainer.episodes import PlaySpec
+    from trainer.collect.episodes import PlaySpec
     from agentgym_envs.policies import SamplingConfig
-    from trainer.rollout import RolloutWorker
+    from trainer.collect.rollout import RolloutWorker
 
     worker = RolloutWorker(PlaySpec("agentgym/Household-PickPlace-v0", max_turns=turns, system_prompt=""),
                            tasks_per_batch=tasks, group_size=group, max_context_tokens=2048)
@@ -80,7 +80,7 @@ def time_rollout(policy, tasks: int, group: int, turns: int, new_tokens: int, re
 
 def load(args):
     """``(model, tokenizer, label, start_engine)``: the tiny policy or ``--model``, and how to start vLLM on it."""
-    from trainer.backends.vllm import VLLMPolicy
+    from trainer.models.backends.vllm import VLLMPolicy
 
     if args.model:
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -91,7 +91,7 @@ def load(args):
         model = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32).eval()
         tokenizer = AutoTokenizer.from_pretrained(str(path))
         return model, tokenizer, args.model, lambda: VLLMPolicy(path, tokenizer)
-    from trainer.tiny import TinyConfig, build_tiny
+    from trainer.models.tiny import TinyConfig, build_tiny
 
     model, tokenizer = build_tiny(TinyConfig(), args.cache)
     return model, tokenizer, "tiny policy", lambda: VLLMPolicy.from_model(model, tokenizer)
@@ -110,7 +110,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
 
-    from trainer.backends.hf import HFPolicy
+    from trainer.models.backends.hf import HFPolicy
 
     model, tokenizer, label, start_engine = load(args)
     hf = HFPolicy(model, tokenizer)

@@ -33,12 +33,12 @@ def household_prompts(n: int) -> list[list[dict]]:
 
 
 def ours(model, tokenizer, prompts, group: int, new_tokens: int) -> float:
-    from trainer.algorithms import grpo_advantages
-    from trainer.backends.hf import HFPolicy
-    from trainer.logprobs import pack, token_logprobs
-    from trainer.loss import LossSettings, policy_loss
+    from trainer.learn.algorithms import grpo_advantages
+    from trainer.models.backends.hf import HFPolicy
+    from trainer.learn.logprobs import pack, token_logprobs
+    from trainer.learn.loss import LossSettings, policy_loss
     from agentgym_envs.policies import SamplingConfig
-    from trainer.trajectory import TrajectoryBuilder
+    from trainer.collect.trajectory import TrajectoryBuilder
 
     policy = HFPolicy(model, tokenizer)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)
@@ -88,7 +88,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    from trainer.tiny import TinyConfig, build_tiny
+    from trainer.models.tiny import TinyConfig, build_tiny
 
     prompts = household_prompts(args.prompts)
     ours_s, trl_s = [], []

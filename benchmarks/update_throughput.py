@@ -11,7 +11,7 @@ random ids (seeded), with GRPO advantages of seeded 0/1 rewards per group. Train
 tokens; tokens/s = train tokens / seconds of one update (median of ``--repeats`` after one warm-up update), by wall clock and per second of process CPU time
 (the second is less sensitive to other jobs on a shared CPU).
 
-**What one update is, on each side.** Ours: :meth:`trainer.loop.Trainer.update` (``trainer/update.py``:
+**What one update is, on each side.** Ours: :meth:`trainer.run.loop.Trainer.update` (``trainer/learn/update.py``:
 pack, log-probs through the chunked fused head, clipped loss, backward, clip, AdamW step) on
 trajectories whose sampling log-probs were computed with the same weights (on-policy). TRL: its own
 training loop (``GRPOTrainer.train``) with generation replaced: ``_generate_and_score_completions`` is
@@ -107,9 +107,9 @@ def peak_bytes() -> int:
 # ----------------------------------------------------------------------------- ours
 def run_ours(args: argparse.Namespace, config_name: str) -> dict[str, Any]:
     from trainer.config import load_config
-    from trainer.logprobs import pack, token_logprobs
-    from trainer.loop import Trainer
-    from trainer.trajectory import Trajectory
+    from trainer.learn.logprobs import pack, token_logprobs
+    from trainer import Trainer
+    from trainer.collect.trajectory import Trajectory
 
     ckpt, micro = "ckpt" in config_name, "micro" in config_name
     batch = synthetic_batch(args, _plain_vocab(args.model_dir))

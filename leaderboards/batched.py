@@ -105,7 +105,7 @@ class BatchedPool:
 
     # ----------------------------------------------------------------- the play thread
     def _run(self) -> None:
-        from trainer.backends import reusing_prefixes
+        from trainer.collect.episodes import reusing_prefixes
 
         live: list[_Live] = []
         try:

@@ -80,7 +80,7 @@ def chat_messages(system_prompt: str | None, first_observation: str, turns: Sequ
     messages = episode_messages(system_prompt, first_observation, turns, tools=tools)
     if tools is None:
         return [dict(m) for m in messages]
-    from trainer.backends.openai_http import wire_messages  # the one place replies become API tool calls
+    from trainer.models.backends.openai_http import wire_messages  # the one place replies become API tool calls
 
     return wire_messages(list(messages))
 

@@ -12,7 +12,7 @@ records after the first ``skip`` (so a resumed export neither plays nor reads wh
   ``hf:tiny``, ``openai:…``), exactly as ``agentgym bench`` plays a suite entry (same seeds, same protocol
   wrapper), without a store.
 * :class:`TrainRunSource` — the rollouts a training run dumped (``rollout.dump: true``,
-  :mod:`trainer.rollout_dump`): ``RUN_DIR/rollouts/step_*.jsonl``, already records, in step order.
+  :mod:`trainer.collect.rollout_dump`): ``RUN_DIR/rollouts/step_*.jsonl``, already records, in step order.
 """
 
 from __future__ import annotations
@@ -206,7 +206,7 @@ def _train_id(line: dict[str, Any]) -> str:
 
 
 def train_record(line: dict[str, Any]) -> dict[str, Any]:
-    """The trajectory record of one rollout dump line (:mod:`trainer.rollout_dump`)."""
+    """The trajectory record of one rollout dump line (:mod:`trainer.collect.rollout_dump`)."""
     messages, replies, rewards = line["messages"], line["replies"], line["rewards"]
     k = 1 if messages and messages[0]["role"] == "system" else 0
     rest = messages[k + 1:]

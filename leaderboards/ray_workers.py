@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentgym_envs.policies import NoExpert, SamplingConfig
-from trainer.backends.openai_http import EndpointError
+from trainer.models.backends.openai_http import EndpointError
 
 from .errors import LeaderboardError, RunAborted
 from .policies import PolicySpec

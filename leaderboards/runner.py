@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from agentgym_envs.policies import NoExpert
-from trainer.backends.openai_http import EndpointError
+from trainer.models.backends.openai_http import EndpointError
 
 from .errors import LeaderboardError, RunAborted
 from .leases import Claim, Key, LeaseBook

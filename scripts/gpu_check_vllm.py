@@ -10,7 +10,7 @@ Checks, in order (one engine, then the trainer's own):
 
 * ``engine_starts``: ``VLLMPolicy.from_model`` starts beside the trainer's model, taking about
   ``--gpu-memory-utilization`` of the GPU (``torch.cuda.mem_get_info`` before and after);
-* ``sampling_gap``: sampled log-probs vs the trainer's recompute (``trainer.logprobs.token_logprobs``) on
+* ``sampling_gap``: sampled log-probs vs the trainer's recompute (``trainer.learn.logprobs.token_logprobs``) on
   the sampled ids: max below ``GAP_BOUNDS[dtype]``;
 * ``sleep_frees_memory`` / ``wake_restores``: ``sleep()`` (level 1) frees at least 70% of what the engine
   took, a tensor of 80% of the freed size then fits (what the update would use), ``wake_up()`` takes the
@@ -101,7 +101,7 @@ def _run_checks(args: argparse.Namespace, summary: dict[str, Any]) -> None:
                            "or, on CPU, run with .venv-vllm/bin/python (bash scripts/install_vllm.sh)")
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from trainer.backends.vllm import VLLMPolicy
+    from trainer.models.backends.vllm import VLLMPolicy
     from trainer.models import build_random_model
 
     if not args.cpu and not torch.cuda.is_available():
@@ -175,8 +175,8 @@ def _sampling():
 
 def _gap(model: Any, prompts: list[list[int]], completions: list[Any]) -> tuple[float, float]:
     """(mean, max) |trainer log-prob − sampler log-prob| over the sampled tokens (the trainer's own path)."""
-    from trainer.logprobs import pack, token_logprobs
-    from trainer.trajectory import Trajectory
+    from trainer.learn.logprobs import pack, token_logprobs
+    from trainer.collect.trajectory import Trajectory
 
     device = next(model.parameters()).device
     rows = [Trajectory(p + c.token_ids, [0] * len(p) + [1] * c.num_tokens, [0.0] * len(p) + c.logprobs,
@@ -296,7 +296,7 @@ def _lora_check(checks: dict, policy: Any, model: Any, prompts: list, bound: flo
 
 def _trainer_check(checks: dict, model_dir: Path, workdir: Path, args) -> None:
     from trainer.config import load_config
-    from trainer.loop import Trainer, fit
+    from trainer import Trainer, fit
 
     overrides = ["policy.kind=hf", f"policy.path={model_dir}", "policy.backend=vllm",
                  f"policy.device={'cpu' if args.cpu else 'cuda'}", f"policy.dtype={args.dtype}",

@@ -72,7 +72,7 @@ pip_quiet install -q "$VLLM_PACKAGE"
 pip_quiet uninstall -y -q torchvision torchaudio torchcodec
 pip_quiet install -q --no-deps -e .
 pip_quiet install -q "${EXTRA[@]}"
-(cd / && "$VENV/bin/python" -c 'import torch, transformers, vllm, trainer.backends.vllm
+(cd / && "$VENV/bin/python" -c 'import torch, transformers, vllm, trainer.models.backends.vllm
 print(f"install_vllm.sh: vllm {vllm.__version__}, torch {torch.__version__}, transformers {transformers.__version__}")')
 echo "$RECIPE" >"$STAMP"
 models

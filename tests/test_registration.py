@@ -39,7 +39,7 @@ def test_make_is_the_one_constructor_for_play():
     """make(id, protocol=, max_turns=, **kwargs): the bare env, or the env behind the protocol wrapper with
     a reply cap (default: the registered limit); make kwargs reach the env; a cap without a protocol is refused."""
     from agentgym_envs.protocols import ActionProtocolWrapper
-    from trainer.episodes import PlaySpec
+    from trainer.collect.episodes import PlaySpec
 
     bare = agentgym_envs.make("agentgym/Maze-Easy-v0", size=5)
     assert not isinstance(bare, ActionProtocolWrapper) and bare.unwrapped.size == 5

@@ -1,4 +1,4 @@
-"""Attacks on our three HTTP servers (the shop, search ``/retrieve``, ``trainer.serve``), each reproduced first.
+"""Attacks on our three HTTP servers (the shop, search ``/retrieve``, ``trainer.serve.policy_server``), each reproduced first.
 
 Every test runs against all three, through the hardened base they share (``agentgym_envs.core.httpd``), on
 loopback: hostile framing (negative, malformed, missing, oversized ``Content-Length``, chunked bodies),
@@ -23,8 +23,8 @@ from agentgym_envs.search.dataset import build_retriever, load_dataset
 from agentgym_envs.search.service import RetrievalService
 from agentgym_envs.web import server as shop_module
 from agentgym_envs.web.server import ShopServer
-from trainer import serve
-from trainer.serve import PolicyServer, ScriptedReplyPolicy
+from trainer.serve import policy_server as serve
+from trainer.serve.policy_server import PolicyServer, ScriptedReplyPolicy
 
 TINY_OVERRIDES = ["policy.tiny.corpus_episodes=40", "policy.tiny.model.hidden_size=64",
                   "policy.tiny.model.num_heads=1", "policy.tiny.model.num_layers=1",
@@ -51,9 +51,9 @@ class Target:
 def tiny_policy(tmp_path_factory):
     import torch
 
-    from trainer.backends.hf import HFPolicy
+    from trainer.models.backends.hf import HFPolicy
     from trainer.config import load_config
-    from trainer.tiny import build_tiny
+    from trainer.models.tiny import build_tiny
 
     torch.set_num_threads(1)
     config = load_config(None, TINY_OVERRIDES)
@@ -169,7 +169,7 @@ def ok(target: Target) -> int | None:
 # ----------------------------------------------------------------------------------- framing
 @pytest.mark.parametrize("length", ["-1", "abc", "1e3", "+5", "5, 6", "0x10", "99999999999999999999999"])
 def test_a_bad_content_length_is_400_at_once_and_the_body_is_never_read(target: Target, length: str) -> None:
-    """trainer.serve read ``Content-Length: -1`` as "until the client stops": 200 MB later, still no reply."""
+    """trainer.serve.policy_server read ``Content-Length: -1`` as "until the client stops": 200 MB later, still no reply."""
     status, headers, body, seconds = exchange(
         target.address, request_bytes("POST", target.post_path, b"x" * (1 << 20), {"Content-Length": length}))
     assert status == 400 and seconds < 3, (status, seconds)
@@ -220,7 +220,7 @@ def test_a_body_that_stops_short_times_out_with_408(makers) -> None:
 # ----------------------------------------------------------------------------------- authentication
 @pytest.mark.parametrize("length", [1000, 150_000_000])
 def test_the_key_is_checked_before_any_body_is_read(target: Target, length: int) -> None:
-    """With a key set, trainer.serve read 150 MB before answering 401."""
+    """With a key set, trainer.serve.policy_server read 150 MB before answering 401."""
     target.httpd.api_key = "s3cret"
     try:
         status, headers, body, seconds = exchange(
@@ -240,7 +240,7 @@ def test_the_key_is_checked_before_any_body_is_read(target: Target, length: int)
 @pytest.mark.parametrize("name,what", [("shop", "shop server"), ("search", "search service"),
                                        ("policy", "policy server")])
 def test_non_loopback_needs_the_flag_and_a_key_in_the_same_words(makers, name: str, what: str) -> None:
-    """Search and trainer.serve bound 0.0.0.0 silently."""
+    """Search and trainer.serve.policy_server bound 0.0.0.0 silently."""
     with pytest.raises(BindRefused, match=f"refusing to bind the {what} to '0.0.0.0'.*not a loopback.*--allow-remote"):
         makers[name](host="0.0.0.0")
     with pytest.raises(BindRefused, match=f"refusing to bind the {what} to '0.0.0.0'.*without an API key"):

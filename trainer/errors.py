@@ -15,7 +15,7 @@ class PrefixExtensionError(TrainerError):
     or re-format past messages; train such templates with ``rollout.sample_unit=turn`` (or ``auto``), or
     use one that renders past turns verbatim (``policy.chat_template`` / ``policy.chat_template_kwargs``).
     A reply that ends with a stop id other than the template's end-of-turn id is not this case (see
-    :meth:`trainer.backends.chat_tokens.ChatTokens.decode_as_turn`).
+    :meth:`trainer.models.backends.chat_tokens.ChatTokens.decode_as_turn`).
     """
 
 
@@ -30,3 +30,9 @@ class CheckpointError(TrainerError):
 class BackendError(TrainerError, RuntimeError):
     """A generation backend failed for a reason outside the caller's input (an engine that did not start,
     died, or returned something malformed); the message says which and what it returned."""
+
+
+def require(ok: bool, message: str) -> None:
+    """Raise :class:`ConfigError` with ``message`` unless ``ok``: how each settings dataclass checks its fields."""
+    if not ok:
+        raise ConfigError(message)

@@ -11,7 +11,7 @@ Layout:
   :class:`PolicyOpponent` puts any :class:`Policy` in a seat; :class:`RandomOpponent` and
   :class:`ScriptedOpponent` are the built-in seats.
 
-Model backends (Hugging Face, vLLM, OpenAI-compatible HTTP) live in ``trainer/backends/``: they need torch,
+Model backends (Hugging Face, vLLM, OpenAI-compatible HTTP) live in ``trainer/models/backends/``: they need torch,
 and they are what the trainer syncs its weights into. They implement the contract defined here. This package
 is the lowest layer of the tree, so envs, games, the trainer and the leaderboards can all import it and it
 imports none of them (``docs/architecture.md``).

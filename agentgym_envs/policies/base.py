@@ -1,6 +1,6 @@
 """The policy contract: chat messages in, completions (text, exact token ids, sampling log-probs) out.
 
-Everything that plays an env implements :class:`Policy`: model backends (``trainer/backends/``: Hugging
+Everything that plays an env implements :class:`Policy`: model backends (``trainer/models/backends/``: Hugging
 Face, vLLM, OpenAI-compatible HTTP) and the env-side baselines (:mod:`agentgym_envs.policies.env_side`).
 Model backends also implement :class:`TokenPolicy`, the token-in/token-out form that rollouts use so that
 ids are never re-tokenised between sampling and training (``docs/trainer.md``). Policies that act from the

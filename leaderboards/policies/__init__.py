@@ -3,7 +3,7 @@
 The policies themselves live elsewhere: ``random`` and ``expert`` are
 :class:`~agentgym_envs.policies.RandomPolicy` and :class:`~agentgym_envs.policies.ExpertPolicy` (rendering
 through each entry's protocol, seeded per turn by the runner's sampling seed), model policies are the
-backends of ``trainer/backends/``, loaded by :mod:`leaderboards.policies.models`.
+backends of ``trainer/models/backends/``, loaded by :mod:`leaderboards.policies.models`.
 
 >>> parse_spec("openai:http://127.0.0.1:8000/v1#qwen").model
 'qwen'

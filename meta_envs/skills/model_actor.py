@@ -27,7 +27,7 @@ class ActorContextError(AgentGymError):
     made the prompt too long (:func:`~meta_envs.skills.utility.measure_utility` tells them apart)."""
 
 
-#: How OpenAI, vLLM, llama.cpp and ``trainer.serve`` word an HTTP 400 for a prompt over the model's context.
+#: How OpenAI, vLLM, llama.cpp and ``trainer.serve.policy_server`` word an HTTP 400 for a prompt over the model's context.
 _CONTEXT_REFUSAL = re.compile(r"context[ _](length|size|window)|maximum context|exceed\w* the model's context"
                               r"|prompt is too long|too many tokens", re.IGNORECASE)
 

@@ -194,7 +194,7 @@ def test_dataset_rows_are_deterministic_and_checked():
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     from trainer.config import load_config
-    from trainer.tiny import build_tiny
+    from trainer.models.tiny import build_tiny
 
     torch.set_num_threads(1)
     return build_tiny(load_config(None, TINY).policy.tiny, tmp_path_factory.mktemp("tiny"))
@@ -292,7 +292,7 @@ def test_trl_trains_on_search(tiny, tmp_path):
 def test_tiny_template_passes_trls_tool_checks_and_round_trips_calls(tiny):
     from trl.chat_template_utils import is_chat_template_prefix_preserving, parse_response, supports_tool_calling
 
-    from trainer.backends.openai_http import tool_calls_text
+    from trainer.models.backends.openai_http import tool_calls_text
 
     tokenizer = tiny[1]
     assert supports_tool_calling(tokenizer) and is_chat_template_prefix_preserving(tokenizer)

@@ -11,9 +11,9 @@ from lb_helpers import episode_rows, write_suite
 
 from leaderboards.policies import parse_spec
 from leaderboards.runner import BenchOptions, run_bench
-from trainer.checkpoint import save_checkpoint
+from trainer.run.checkpoint import save_checkpoint
 from trainer.config import load_config, to_dict
-from trainer.tiny import build_tiny
+from trainer.models.tiny import build_tiny
 
 
 def test_checkpoint_policy_loads_saved_weights_and_plays(tmp_path):

@@ -185,7 +185,7 @@ def test_messages_render_with_the_tiny_policys_chat_template(store, tmp_path):
     """SFT sanity: every exported chat goes through ``apply_chat_template`` of the tiny policy (tools included),
     and a tool call rendered from ``tool_calls`` is the reply the expert wrote."""
     from trainer.config import load_config
-    from trainer.tiny import build_tiny
+    from trainer.models.tiny import build_tiny
 
     config = load_config(None, ["policy.tiny.corpus_episodes=40", "policy.tiny.model.hidden_size=64",
                                 "policy.tiny.model.num_layers=1", "policy.tiny.model.num_heads=1",
@@ -206,7 +206,7 @@ def test_messages_render_with_the_tiny_policys_chat_template(store, tmp_path):
 def test_training_rollouts_dump_and_export(tmp_path):
     """``rollout.dump=true`` writes each step's rollouts; the export holds them as chats with the trained rewards."""
     from trainer.config import load_config
-    from trainer.loop import Trainer, fit
+    from trainer import Trainer, fit
 
     overrides = ["policy.tiny.corpus_episodes=40", "policy.tiny.model.hidden_size=64", "policy.tiny.model.num_heads=1",
                  "policy.tiny.model.num_layers=1", "policy.tiny.model.intermediate_size=128", "progress=false",

@@ -1,4 +1,4 @@
-"""The OpenAI-compatible path against real local servers (trainer/serve.py): a real model and failure modes."""
+"""The OpenAI-compatible path against real local servers (trainer/serve/policy_server.py): a real model and failure modes."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from lb_helpers import REPO, agentgym, count, episode_rows, write_suite
 
 from leaderboards.errors import RunAborted
 from leaderboards.runner import BenchOptions, run_bench
-from trainer.backends.openai_http import EndpointError, OpenAIHTTPPolicy
+from trainer.models.backends.openai_http import EndpointError, OpenAIHTTPPolicy
 from agentgym_envs.policies import SamplingConfig
-from trainer.serve import PolicyServer, ScriptedReplyPolicy
+from trainer.serve.policy_server import PolicyServer, ScriptedReplyPolicy
 
 QUIET = dict(progress=False)
 SHORT = {"temperature": 0.0, "top_p": 1.0, "max_new_tokens": 6}

@@ -10,7 +10,7 @@ pytestmark = pytest.mark.vllm
 
 
 def test_vllm_spec_plays_like_hf_on_a_local_model_dir(tmp_path):
-    from trainer.tiny import TinyConfig, TinyModelConfig, build_tiny
+    from trainer.models.tiny import TinyConfig, TinyModelConfig, build_tiny
 
     config = TinyConfig(corpus_episodes=40, model=TinyModelConfig(hidden_size=64, num_heads=1, num_layers=1,
                                                                   intermediate_size=128))

@@ -1,6 +1,6 @@
 """Test helper shared by the micro-batching tests: a token budget that splits a batch into N forwards."""
 
-from trainer.update import micro_batches
+from trainer.learn.update import micro_batches
 
 
 def budget_for(kept, parts: int) -> int:

@@ -28,7 +28,7 @@ def tiny_overrides(tiny_cache):
 @pytest.fixture(scope="session")
 def tiny_model_and_tokenizer(tiny_cache):
     from trainer.config import load_config
-    from trainer.tiny import build_tiny
+    from trainer.models.tiny import build_tiny
 
     config = load_config(None, TINY_TEST_OVERRIDES)
     return build_tiny(config.policy.tiny, tiny_cache)
@@ -38,7 +38,7 @@ def tiny_model_and_tokenizer(tiny_cache):
 def tiny_policy(tiny_model_and_tokenizer):
     import copy
 
-    from trainer.backends.hf import HFPolicy
+    from trainer.models.backends.hf import HFPolicy
 
     model, tokenizer = tiny_model_and_tokenizer
     return HFPolicy(copy.deepcopy(model), tokenizer)

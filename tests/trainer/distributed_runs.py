@@ -45,10 +45,10 @@ def main(plan: str, root: Path, cache: str) -> None:
     import torch.distributed as dist
 
     if "WORLD_SIZE" in os.environ:
-        dist.init_process_group("gloo")  # the trainer joins this group (trainer.distributed.init_world)
+        dist.init_process_group("gloo")  # the trainer joins this group (trainer.run.distributed.init_world)
 
     from trainer.config import load_config
-    from trainer.loop import Trainer, fit
+    from trainer import Trainer, fit
 
     results: dict = {}
     main_rank = not dist.is_initialized() or dist.get_rank() == 0  # (the last run of "resume" ends the group)
@@ -84,7 +84,7 @@ def uneven_generation(config) -> dict:
     lengths) inside :meth:`World.unsharded`; per-forward all-gathers would deadlock. The samples must equal
     the unsharded module's, and training goes on afterwards (one more collective step)."""
     from agentgym_envs.policies import SamplingConfig
-    from trainer.loop import Trainer
+    from trainer import Trainer
 
     trainer = Trainer(config)
     try:
@@ -94,10 +94,10 @@ def uneven_generation(config) -> dict:
         sampling = SamplingConfig(temperature=1.0, max_new_tokens=4 + 4 * rank, seed=7)
         with trainer.world.unsharded(trainer.model):
             sharded = [c.token_ids for _ in range(calls) for c in trainer.policy.generate(prompts, sampling=sampling)]
-        from trainer.backends.hf import HFPolicy
-        from trainer.loop import load_model
+        from trainer.models.backends.hf import HFPolicy
+        from trainer.models.policy import load_model
 
-        plain = HFPolicy(trainer.world.plain_copy(trainer.model, load_model(config)[0]), trainer.policy.tokenizer)
+        plain = HFPolicy(trainer.world.plain_copy(trainer.model, load_model(config.policy, config.seed)[0]), trainer.policy.tokenizer)
         reference = [c.token_ids for _ in range(calls) for c in plain.generate(prompts, sampling=sampling)]
         record = trainer.train_step()  # the ranks are still in step
         return {"equal": sharded == reference, "tokens": sum(map(len, sharded)), "updated": record["updated"]}
@@ -110,7 +110,7 @@ def lopsided_update(config) -> dict:
     (zero-weight padding forwards) and both ranks step; without padding this deadlocks or raises."""
     import torch
 
-    from trainer.loop import Trainer
+    from trainer import Trainer
 
     trainer = Trainer(config)
     try:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 
 from trainer.config import load_config
-from trainer.loop import Trainer
+from trainer import Trainer
 
 STEP = ["rollout.tasks_per_step=2", "rollout.group_size=2", "rollout.max_new_tokens=8", "env.max_turns=3",
         "rollout.temperature=0.7", "loss.kl_coef=0.05", "loss.entropy_coef=0.01", "loss.clip_low=0.05",

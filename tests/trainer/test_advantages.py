@@ -5,10 +5,10 @@ import math
 import pytest
 import torch
 
-from trainer.algorithms import (CRITIC_ESTIMATORS, ESTIMATORS, AdvantageSettings, discounted_returns, estimate, gae_advantages, gigpo_advantages, group_by,
+from trainer.learn.algorithms import (CRITIC_ESTIMATORS, ESTIMATORS, AdvantageSettings, discounted_returns, estimate, gae_advantages, gigpo_advantages, group_by,
                                 grpo_advantages, reinforce_pp_advantages, rloo_advantages, step_group_advantages,
                                 token_advantages)
-from trainer.trajectory import Trajectory
+from trainer.collect.trajectory import Trajectory
 
 
 def test_grpo_normalises_by_group_std_and_dr_grpo_does_not():

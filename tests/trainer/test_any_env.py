@@ -13,16 +13,17 @@ import pytest
 import agentgym_envs
 from agentgym_envs.chat import chat_tools
 from agentgym_envs.policies import Completion, SamplingConfig
-from trainer.backends.chat_tokens import ChatTokens
-from trainer.bc import expert_trajectories
-from trainer.backends.openai_http import EndpointError, OpenAIHTTPPolicy
+from trainer.models.backends.chat_tokens import ChatTokens
+from trainer.learn.bc import expert_trajectories
+from trainer.models.backends.openai_http import EndpointError, OpenAIHTTPPolicy
 from trainer.config import load_config
-from trainer.episodes import PlaySpec, auto_protocol, run_text_episodes, task_seed
+from trainer.collect.episodes import PlaySpec, auto_protocol, run_text_episodes, task_seed
 from trainer.errors import ConfigError
-from trainer.loop import Trainer, play_specs
-from trainer.rollout import RolloutWorker
-from trainer.serve import PolicyServer
-from trainer.tiny.chat_template import render_chat
+from trainer import Trainer
+from trainer.collect.episodes import play_specs
+from trainer.collect.rollout import RolloutWorker
+from trainer.serve.policy_server import PolicyServer
+from trainer.models.tiny.chat_template import render_chat
 
 SPLIT_ENVS = {"agentgym/Search-1Hop-v0", "agentgym/WebShop-v0", "agentgym/Household-PickPlace-v0"}
 IDS = ["agentgym/Maze-Easy-v0", "agentgym/GuessNumber-v0", "agentgym/Wordle-Easy-v0",
@@ -75,7 +76,7 @@ def test_seeded_tasks_name_one_start_state_and_held_out_seeds_are_disjoint():
 
 
 def test_bc_is_skipped_with_a_message_without_an_expert(tiny_overrides, tmp_path, monkeypatch, caplog):
-    monkeypatch.setattr("trainer.loop.has_expert", lambda env: False)
+    monkeypatch.setattr("trainer.run.loop.has_expert", lambda env: False)
     trainer = Trainer(load_config(None, tiny_overrides + SMALL + ["env.env_id=agentgym/Maze-Easy-v0", "bc.episodes=4",
                                                                   f"out_dir={tmp_path}"]))
     with caplog.at_level("WARNING"):
@@ -283,7 +284,7 @@ def test_turn_samples_of_a_tool_env_each_show_the_tools_and_the_tool_turns(famil
 def test_a_chat_the_served_models_template_refuses_is_a_client_error():
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from trainer.backends.hf import HFPolicy
+    from trainer.models.backends.hf import HFPolicy
     from trainer.models import build_random_model
 
     path = str(build_random_model("gemma", None))  # Gemma's template allows only alternating user/model turns

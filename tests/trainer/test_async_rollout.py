@@ -8,16 +8,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentgym_envs.policies import SamplingConfig
-from trainer.asynchronous import VersionedPolicy, WeightBoard
-from trainer.checkpoint import latest_checkpoint, load_checkpoint
+from trainer.collect.asynchronous import VersionedPolicy, WeightBoard
+from trainer.run.checkpoint import latest_checkpoint, load_checkpoint
 from trainer.config import load_config
 from trainer.errors import ConfigError
-from trainer.log import read_jsonl
-from trainer.loop import Trainer, fit
+from trainer.run.log import read_jsonl
+from trainer import Trainer, fit
 from trainer.seeding import TaskSampler
-from trainer.staleness import StalenessController, Unit, correction_of, unit_version
-from trainer.trajectory import TrajectoryBuilder
-from trainer.update import accumulate_gradients, old_logprobs, pack_minibatch
+from trainer.collect.staleness import StalenessController, Unit, correction_of, unit_version
+from trainer.collect.trajectory import TrajectoryBuilder
+from trainer.learn.update import accumulate_gradients, old_logprobs, pack_minibatch
 
 RUN = ["rollout.tasks_per_step=2", "rollout.group_size=2", "rollout.max_new_tokens=6", "env.max_turns=3",
        "algorithm.filter_zero_variance=false", "loss.entropy_coef=0.01", "optim.lr=0.001", "checkpoint_every=1"]
@@ -90,8 +90,8 @@ def test_a_unit_is_as_old_as_its_oldest_sampled_token():
 def test_each_sampled_token_carries_the_version_that_sampled_it(tiny_model_and_tokenizer):
     import copy
 
-    from trainer.backends.hf import HFPolicy
-    from trainer.logprobs import pack, token_logprobs
+    from trainer.models.backends.hf import HFPolicy
+    from trainer.learn.logprobs import pack, token_logprobs
 
     model, tokenizer = copy.deepcopy(tiny_model_and_tokenizer[0]), tiny_model_and_tokenizer[1]
     board = WeightBoard(model, version=0)

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import torch
 
-from trainer.checkpoint import FORMAT, load_checkpoint, save_checkpoint
+from trainer.run.checkpoint import FORMAT, load_checkpoint, save_checkpoint
 from trainer.errors import CheckpointError
 from trainer.seeding import capture_rng
 

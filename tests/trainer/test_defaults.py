@@ -9,10 +9,10 @@ from types import SimpleNamespace
 import pytest
 
 from agentgym_envs.cli.main import main
-from trainer import defaults
+from trainer.run import defaults
 from trainer.config import EvalConfig, OptimConfig, load_config
 from trainer.errors import ConfigError
-from trainer.loop import Trainer, fit
+from trainer import Trainer, fit
 
 SMOLLM2 = SimpleNamespace(num_hidden_layers=30, hidden_size=576)
 

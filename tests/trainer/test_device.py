@@ -6,12 +6,12 @@ import pytest
 import torch
 
 from trainer.config import load_config
-from trainer.device import float32_master, resolve_device, resolve_dtype
+from trainer.models.device import float32_master, resolve_device, resolve_dtype
 from trainer.errors import ConfigError
-from trainer.kernels import pick_backend
-from trainer.logprobs import token_logprobs
-from trainer.loop import Trainer, fit
-from trainer.update import accumulate_gradients, pack_minibatch
+from trainer.learn.kernels import pick_backend
+from trainer.learn.logprobs import token_logprobs
+from trainer import Trainer, fit
+from trainer.learn.update import accumulate_gradients, pack_minibatch
 
 RUN = ["env.max_turns=2", "rollout.tasks_per_step=2", "rollout.group_size=2", "rollout.max_new_tokens=6",
        "algorithm.filter_zero_variance=false", "loss.entropy_coef=0.01"]
@@ -52,7 +52,7 @@ def test_auto_kernel_reaches_triton_exactly_for_cuda_tensors():
 
 def test_the_trainers_kernel_call_asks_with_the_tensors_device(monkeypatch):
     """``linear_logprob_entropy`` decides from ``hidden.is_cuda``: a CUDA hidden state reaches Triton."""
-    import trainer.kernels as kernels
+    import trainer.learn.kernels as kernels
 
     class CudaHidden:
         is_cuda = True
@@ -186,7 +186,7 @@ def test_policy_threads_zero_means_every_core_this_process_may_use():
     container allows), not the machine's core count."""
     import os
 
-    from trainer.device import cpu_threads
+    from trainer.models.device import cpu_threads
 
     assert cpu_threads(3) == 3
     allowed = os.sched_getaffinity(0)

@@ -1,4 +1,4 @@
-"""Many ranks on CPU gloo (trainer/distributed.py): 2 ranks train what 1 rank trains, with DDP and FSDP2; a
+"""Many ranks on CPU gloo (trainer/run/distributed.py): 2 ranks train what 1 rank trains, with DDP and FSDP2; a
 2-rank run killed after a checkpoint resumes to the straight run's weights; checkpoints cross world sizes;
 FSDP2 sampling survives ranks that decode different numbers of tokens; an indivisible task count is refused.
 
@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from trainer.checkpoint import latest_checkpoint, load_checkpoint
+from trainer.run.checkpoint import latest_checkpoint, load_checkpoint
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKER = ROOT / "tests" / "trainer" / "distributed_runs.py"
@@ -175,7 +175,7 @@ def test_per_prompt_seeds_make_a_completion_independent_of_its_batch_and_row(tin
 
 def test_nccl_without_cuda_is_a_config_error(monkeypatch):
     from trainer.config import DistributedConfig
-    from trainer.distributed import init_world
+    from trainer.run.distributed import init_world
     from trainer.errors import ConfigError
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)

@@ -8,15 +8,15 @@ import math
 import pytest
 
 import agentgym_envs
-from trainer.algorithms.dynamic_sampling import collect_until_varied
-from trainer.algorithms.hooks import AlgorithmHooks
-from trainer.algorithms.tool_use import all_tool_calls_failed, drop_failed_tool_use, redundant_calls, tool_abuse_penalty
+from trainer.learn.algorithms.dynamic_sampling import collect_until_varied
+from trainer.learn.algorithms.hooks import AlgorithmHooks
+from trainer.learn.algorithms.tool_use import all_tool_calls_failed, drop_failed_tool_use, redundant_calls, tool_abuse_penalty
 from trainer.config import load_config
 from trainer.errors import ConfigError
-from trainer.loop import Trainer, fit
-from trainer.rollout import RolloutStats
+from trainer import Trainer, fit
+from trainer.collect.rollout import RolloutStats
 from trainer.seeding import TaskSampler
-from trainer.trajectory import Trajectory
+from trainer.collect.trajectory import Trajectory
 
 
 def traj(rewards: list[float], *, valid: list[bool] | None = None, replies: list[str] | None = None, won: bool = False,
@@ -130,7 +130,7 @@ def test_a_short_run_trains_with_the_filters_on(tiny_overrides, tmp_path, option
 
 
 def test_tigpo_and_dynamic_sampling_refuse_to_run_on_several_ranks(monkeypatch):
-    monkeypatch.setattr("trainer.algorithms.hooks._ranks", lambda: 2)  # as under torchrun --nproc_per_node 2
+    monkeypatch.setattr("trainer.learn.algorithms.hooks._ranks", lambda: 2)  # as under torchrun --nproc_per_node 2
     from agentgym_envs.policies import SamplingConfig
 
     play = lambda tasks, sampling, seed: (batch([[0, 1], [1, 0]]), RolloutStats())  # noqa: E731
@@ -146,10 +146,10 @@ def test_the_rollout_records_each_turns_validity_for_tao():
     """A tiny random model's replies rarely parse as GuessNumber tool calls: the rollout must record, per
     turn, what the env said (before, ``turn_valid`` stayed empty and TAO dropped nothing on real runs)."""
     from agentgym_envs.policies import SamplingConfig
-    from trainer.backends.hf import HFPolicy
-    from trainer.episodes import PlaySpec
-    from trainer.rollout import RolloutWorker
-    from trainer.tiny import TinyConfig, build_tiny
+    from trainer.models.backends.hf import HFPolicy
+    from trainer.collect.episodes import PlaySpec
+    from trainer.collect.rollout import RolloutWorker
+    from trainer.models.tiny import TinyConfig, build_tiny
 
     model, tokenizer = build_tiny(TinyConfig())
     worker = RolloutWorker(PlaySpec("agentgym/GuessNumber-v0", protocol="tool_calls", max_turns=3, system_prompt=""),

@@ -8,12 +8,12 @@ consumes folded episodes.
 import torch
 
 from trainer.config import load_config
-from trainer.episodes import PlaySpec
-from trainer.logprobs import pack, token_logprobs
-from trainer.loop import Trainer
+from trainer.collect.episodes import PlaySpec
+from trainer.learn.logprobs import pack, token_logprobs
+from trainer import Trainer
 from agentgym_envs.policies import SamplingConfig
-from trainer.rollout import RolloutWorker
-from trainer.value import turn_starts
+from trainer.collect.rollout import RolloutWorker
+from trainer.learn.value import turn_starts
 
 SPEC = PlaySpec("agentgym/Household-PickPlace-v0", max_turns=6, system_prompt="")
 SAMPLING = SamplingConfig(max_new_tokens=10, seed=0)

@@ -1,5 +1,5 @@
 """The trajectory-capturing gateway against the real ``openai`` client on loopback: token-exact capture, segments,
-OpenAI-format tool calls, env-driven mode, bad input and concurrency (trainer/gateway/)."""
+OpenAI-format tool calls, env-driven mode, bad input and concurrency (trainer/serve/gateway/)."""
 
 import copy
 import json
@@ -13,11 +13,11 @@ import pytest
 import torch
 
 from agentgym_envs.core.httpd import BindRefused
-from trainer.backends.hf import HFPolicy
-from trainer.episodes import PlaySpec
-from trainer.gateway import GatewayLimits, GatewayServer, logprob_gap, to_trajectory
-from trainer.gateway.assemble import session_record
-from trainer.gateway.envs import EnvDriver
+from trainer.models.backends.hf import HFPolicy
+from trainer.collect.episodes import PlaySpec
+from trainer.serve.gateway import GatewayLimits, GatewayServer, logprob_gap, to_trajectory
+from trainer.serve.gateway.assemble import session_record
+from trainer.serve.gateway.envs import EnvDriver
 
 MODEL = "agentgym"
 TASK = "You are in the kitchen. Your task is to put a clean mug in the coffee machine."
@@ -329,8 +329,8 @@ def test_env_driven_sessions_get_the_stall_penalty_of_the_rollouts():
     unchanged (a wall bump, ``look``) costs it, a move does not."""
     from types import SimpleNamespace
 
-    from trainer.episodes import PlaySpec
-    from trainer.gateway.envs import EnvDriver
+    from trainer.collect.episodes import PlaySpec
+    from trainer.serve.gateway.envs import EnvDriver
 
     driver = EnvDriver(PlaySpec("agentgym/Maze-Easy-v0", {"size": 3}, max_turns=10), stall_penalty=0.5)
     session = SimpleNamespace(meta={}, seed=0, turn_valid=[], env=None)

@@ -9,7 +9,7 @@ import torch
 
 from trainer.config import load_config
 from trainer.errors import TrainerError
-from trainer.loop import Trainer, fit
+from trainer import Trainer, fit
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "gateway_react.py"
 

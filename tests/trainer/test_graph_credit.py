@@ -9,14 +9,14 @@ import math
 import pytest
 import torch
 
-from trainer.algorithms import ESTIMATORS, AdvantageSettings, estimate
-from trainer.algorithms.graph import GOAL, goal_distances
-from trainer.algorithms.hooks import AlgorithmHooks
-from trainer.algorithms.tigpo import TaskGraphMemory
+from trainer.learn.algorithms import ESTIMATORS, AdvantageSettings, estimate
+from trainer.learn.algorithms.graph import GOAL, goal_distances
+from trainer.learn.algorithms.hooks import AlgorithmHooks
+from trainer.learn.algorithms.tigpo import TaskGraphMemory
 from trainer.config import load_config
 from trainer.errors import ConfigError
-from trainer.loop import Trainer, fit
-from trainer.trajectory import Trajectory
+from trainer import Trainer, fit
+from trainer.collect.trajectory import Trajectory
 
 S3 = 1 / math.sqrt(3)  # std of [1, 0, 0] (unbiased) and 1/std scales below
 R2 = 1 / math.sqrt(2)

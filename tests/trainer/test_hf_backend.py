@@ -7,10 +7,10 @@ temperature 1, and the loss mask covers exactly the ids the sampler produced.
 
 import torch
 
-from trainer.episodes import PlaySpec
-from trainer.logprobs import pack, token_logprobs
+from trainer.collect.episodes import PlaySpec
+from trainer.learn.logprobs import pack, token_logprobs
 from agentgym_envs.policies import SamplingConfig
-from trainer.rollout import RolloutWorker
+from trainer.collect.rollout import RolloutWorker
 
 MESSAGES = [[{"role": "user", "content": "You are in the middle of a room. Your task is to: put a pen in desk."}],
             [{"role": "user", "content": "hi"}]]
@@ -66,7 +66,7 @@ def test_a_bf16_model_samples_from_float32_logits_as_the_trainer_scores(tiny_pol
     """bf16 weights (issue 33): the sampler's head runs in float32, ``h.float() @ W.float().T`` as the trainer's
     scoring kernel does. Through the model's own bf16 head the logits were rounded to 8 significant bits first
     (on SmolLM2-135M that was a third of the bf16 trainer/sampler gap, 0.030 -> 0.020 nats mean)."""
-    from trainer.backends.hf import HFPolicy
+    from trainer.models.backends.hf import HFPolicy
 
     model = tiny_policy.model.to(torch.bfloat16)
     policy = HFPolicy(model, tiny_policy.tokenizer, prefix_cache_mb=0)

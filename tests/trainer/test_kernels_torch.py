@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from trainer.kernels import linear_logprob_entropy
+from trainer.learn.kernels import linear_logprob_entropy
 
 
 def naive(hidden, weight, targets, temperature):

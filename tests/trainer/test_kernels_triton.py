@@ -40,13 +40,13 @@ def _interpreter_if_no_gpu():
 
 
 with _interpreter_if_no_gpu():
-    from trainer.kernels import triton_linear_logprob as tk
+    from trainer.learn.kernels import triton_linear_logprob as tk
 
-from trainer.kernels import linear_logprob_entropy, resolve_backend
+from trainer.learn.kernels import linear_logprob_entropy, resolve_backend
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 if DEVICE == "cpu" and not tk.INTERPRETED:
-    pytest.skip("trainer.kernels.triton_linear_logprob was imported without TRITON_INTERPRET=1 and there is "
+    pytest.skip("trainer.learn.kernels.triton_linear_logprob was imported without TRITON_INTERPRET=1 and there is "
                 "no GPU; run this file in its own process", allow_module_level=True)
 
 

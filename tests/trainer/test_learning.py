@@ -12,7 +12,7 @@ import pytest
 
 from trainer.cli.quickstart import bc_control
 from trainer.config import load_config
-from trainer.loop import Trainer, fit
+from trainer import Trainer, fit
 
 MARGIN, CONTROL_MARGIN = 0.08, 0.08
 MAZE = ["env.env_id=agentgym/Maze-Easy-v0", "env.system_prompt=''", "env.train_kwargs={size: 3}",
@@ -52,8 +52,8 @@ def test_rl_beats_its_warm_up_and_more_cloning_on_held_out_mazes(tmp_path, tiny_
 def test_exploring_expert_detours_are_context_not_labels(tiny_policy):
     """bc.explore: the expert sometimes first visits a wrong receptacle; those replies stay in the context
     with loss_mask 0, every other reply is a label, and the data repeat exactly for a seed."""
-    from trainer.bc import expert_trajectories
-    from trainer.episodes import PlaySpec
+    from trainer.learn.bc import expert_trajectories
+    from trainer.collect.episodes import PlaySpec
 
     spec = PlaySpec("agentgym/Household-PickPlace-v0", {"split": "train"}, max_turns=8, system_prompt="")
     plain = expert_trajectories(tiny_policy, spec, list(range(8)), seed=0)
@@ -72,8 +72,8 @@ def test_exploring_expert_needs_the_env_hook_not_env_text():
     """Detours come from the env's expert_detours(): an env without the hook (the maze) gets exactly the
     scripted expert's episodes and no detour turns, even at explore=1."""
     from agentgym_envs.policies import ExpertPolicy
-    from trainer.bc import ExploringExpertPolicy
-    from trainer.episodes import PlaySpec, run_text_episodes
+    from trainer.learn.bc import ExploringExpertPolicy
+    from trainer.collect.episodes import PlaySpec, run_text_episodes
 
     spec = PlaySpec("agentgym/Maze-Easy-v0", max_turns=30)
     explorer = ExploringExpertPolicy(explore=1.0, max_detours=5)
@@ -85,9 +85,9 @@ def test_exploring_expert_needs_the_env_hook_not_env_text():
 
 def test_invalid_penalty_shapes_training_rewards_only(tiny_policy):
     """rollout.invalid_penalty: the same sampled episodes, minus the penalty on each turn the env called invalid."""
-    from trainer.episodes import PlaySpec
+    from trainer.collect.episodes import PlaySpec
     from agentgym_envs.policies import SamplingConfig
-    from trainer.rollout import RolloutWorker
+    from trainer.collect.rollout import RolloutWorker
 
     spec = PlaySpec("agentgym/Household-PickPlace-v0", {"split": "train", "dense_reward": True}, max_turns=3, system_prompt="")
     sampling = SamplingConfig(temperature=1.0, max_new_tokens=8, seed=3)
@@ -109,8 +109,8 @@ def test_stall_penalty_costs_the_turns_that_left_the_state_unchanged(tiny_policy
     """rollout.stall_penalty: on mazes, a wall bump or ``look`` (the room's state_key unchanged, the episode
     going on) costs the penalty, a move costs nothing; with an invalid penalty too, the larger applies once."""
     from agentgym_envs.policies import Completion, SamplingConfig
-    from trainer.episodes import PlaySpec
-    from trainer.rollout import RolloutWorker
+    from trainer.collect.episodes import PlaySpec
+    from trainer.collect.rollout import RolloutWorker
 
     spec = PlaySpec("agentgym/Maze-Easy-v0", {"size": 3}, max_turns=6, system_prompt="")
     sampling = SamplingConfig(temperature=1.0, max_new_tokens=6, seed=3)
@@ -148,8 +148,8 @@ def test_stall_penalty_costs_the_turns_that_left_the_state_unchanged(tiny_policy
 def test_behaviour_cloning_stops_at_its_time_budget(tiny_policy):
     """bc seconds (the BC-only control's budget): a budget of 0 stops after the first batch, mid-epoch;
     no budget runs every batch of every epoch."""
-    from trainer.bc import behaviour_clone, expert_trajectories
-    from trainer.episodes import PlaySpec
+    from trainer.learn.bc import behaviour_clone, expert_trajectories
+    from trainer.collect.episodes import PlaySpec
 
     spec = PlaySpec("agentgym/Maze-Easy-v0", {"size": 3}, max_turns=10, system_prompt="")
     data = expert_trajectories(tiny_policy, spec, list(range(4)), seed=0)
@@ -167,7 +167,7 @@ def test_length_grouped_bc_batches_cover_each_row_once_with_less_padding():
     for a seed, and 0 is the plain shuffle."""
     import torch
 
-    from trainer.bc import epoch_batches
+    from trainer.learn.bc import epoch_batches
 
     lengths = [10, 200, 12, 190, 11, 210, 13, 205, 9, 195, 14, 199]
     plain = epoch_batches(lengths, 2, torch.Generator().manual_seed(0))
@@ -189,8 +189,8 @@ def test_noisy_expert_labels_its_noise_and_repeats_exactly(tiny_policy):
     """bc.expert_noise: a weak demonstrator whose random moves are labelled (BC imitates them); 0 is the
     plain expert, 1 only draws valid actions, and the data repeat exactly for a seed."""
     from agentgym_envs.policies import ExpertPolicy
-    from trainer.bc import NoisyExpertPolicy, expert_trajectories
-    from trainer.episodes import PlaySpec, run_text_episodes
+    from trainer.learn.bc import NoisyExpertPolicy, expert_trajectories
+    from trainer.collect.episodes import PlaySpec, run_text_episodes
 
     spec = PlaySpec("agentgym/Maze-Easy-v0", {"size": 3}, max_turns=10, system_prompt="")
     tasks = list(range(0, 32, 2))

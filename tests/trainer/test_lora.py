@@ -3,7 +3,7 @@
 import torch
 
 from trainer.config import load_config
-from trainer.loop import Trainer
+from trainer import Trainer
 
 RUN = ["rollout.tasks_per_step=2", "rollout.group_size=2", "rollout.max_new_tokens=6", "env.max_turns=2",
        "algorithm.filter_zero_variance=false", "loss.entropy_coef=0.01", "optim.lr=0.01", "policy.lora.rank=4"]

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from trainer.loss import AGGREGATIONS, LossSettings, kl_k1, kl_k3, policy_loss
+from trainer.learn.loss import AGGREGATIONS, LossSettings, kl_k1, kl_k3, policy_loss
 
 
 def test_clip_low_and_clip_high_are_asymmetric():

@@ -9,8 +9,9 @@ import math
 import pytest
 import torch
 
-from trainer.config import ConfigError, LossConfig
-from trainer.loss import AGGREGATIONS, LossSettings, kl_k1, kl_k3, policy_loss
+from trainer.config import LossConfig
+from trainer.errors import ConfigError
+from trainer.learn.loss import AGGREGATIONS, LossSettings, kl_k1, kl_k3, policy_loss
 
 
 def reference_token_loss(log_ratio, adv, low=0.2, high=0.28, c=3.0):

@@ -12,19 +12,20 @@ import pytest
 import torch
 
 from tests.trainer.batching import budget_for
-from trainer.config import ConfigError, LossConfig, load_config
-from trainer.logprobs import token_logprobs
-from trainer.loop import Trainer
-from trainer.loss import (AGGREGATIONS, KL_ESTIMATORS, BatchCounts, LossSettings, _counted, batch_counts,
+from trainer.config import LossConfig, load_config
+from trainer.errors import ConfigError
+from trainer.learn.logprobs import token_logprobs
+from trainer import Trainer
+from trainer.learn.loss import (AGGREGATIONS, KL_ESTIMATORS, BatchCounts, LossSettings, _counted, batch_counts,
                           clipped_token_loss, echo_loss, kl_k3, observation_mask, policy_loss, rollout_correction,
                           token_mean)
-from trainer.update import accumulate_gradients, old_logprobs, pack_minibatch
+from trainer.learn.update import accumulate_gradients, old_logprobs, pack_minibatch
 
 L = math.log
 
 
 def _old_policy_loss(logp, old_logp, advantages, loss_mask, settings, *, entropy=None, ref_logp=None, counts=None):
-    """``trainer.loss.policy_loss`` as it was before GSPO/CISPO/TIS/MIS/ECHO (commit 12c2f9a), verbatim."""
+    """``trainer.learn.loss.policy_loss`` as it was before GSPO/CISPO/TIS/MIS/ECHO (commit 12c2f9a), verbatim."""
     mask = loss_mask.float()
     counts = _counted(mask, counts)
 
@@ -304,7 +305,7 @@ def test_defaults_give_the_old_trainer_gradient_bit_for_bit(batch):
     micro = pack_minibatch(trainer, kept, advantages, None, list(range(len(kept))))
     counts = batch_counts([b.loss_mask for b in micro])
     trainer.optimizer.zero_grad(set_to_none=True)
-    from trainer.update import loss_settings
+    from trainer.learn.update import loss_settings
     for b in micro:  # the old micro_batch_loss: sampler log-probs as π_old, no extra terms
         logp, entropy = token_logprobs(trainer.model, b, temperature=trainer.config.rollout.temperature or 1.0)
         with torch.no_grad():

@@ -6,9 +6,9 @@ import torch
 
 from tests.trainer.batching import budget_for
 from trainer.config import load_config
-from trainer.loop import Trainer
-from trainer.loss import AGGREGATIONS
-from trainer.update import accumulate_gradients, micro_batches, minibatch_split, pack_minibatch, read_turn_values
+from trainer import Trainer
+from trainer.learn.loss import AGGREGATIONS
+from trainer.learn.update import accumulate_gradients, micro_batches, minibatch_split, pack_minibatch, read_turn_values
 
 RUN = ["env.max_turns=3", "rollout.tasks_per_step=3", "rollout.group_size=2", "rollout.max_new_tokens=6",
        "algorithm.filter_zero_variance=false", "loss.kl_coef=0.05", "loss.entropy_coef=0.01",

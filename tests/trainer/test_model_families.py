@@ -11,13 +11,13 @@ import pytest
 import torch
 
 from agentgym_envs.policies import Completion
-from trainer.backends.hf import HFPolicy
+from trainer.models.backends.hf import HFPolicy
 from trainer.config import load_config
 from trainer.errors import ConfigError, PrefixExtensionError
-from trainer.logprobs import PackedBatch, token_logprobs
-from trainer.loop import Trainer, fit
+from trainer.learn.logprobs import PackedBatch, token_logprobs
+from trainer import Trainer, fit
 from trainer.models import FAMILIES, FAMILY_SPECS, build_random_model, chat_template
-from trainer.trajectory import TrajectoryBuilder
+from trainer.collect.trajectory import TrajectoryBuilder
 
 USER = {"role": "user", "content": "hi"}
 TOOL = {"type": "function", "function": {"name": "guess", "description": "Guess the number.",
@@ -172,7 +172,7 @@ def test_end_of_turn_is_found_by_rendering(family, loaded):
                                                   ("gemma", {}, "episode"), ("qwen3", {}, "turn"),
                                                   ("qwen3", {"enable_thinking": False}, "turn")])
 def test_auto_sample_unit_reads_each_family_right(family, kwargs, unit, loaded):
-    from trainer.rollout import resolve_sample_unit
+    from trainer.collect.rollout import resolve_sample_unit
 
     model, tokenizer = loaded[family]
     # Gemma's EOS (<eos>) is not its end-of-turn (<end_of_turn>): episode mode only through decode_as_turn

@@ -12,8 +12,8 @@ import shutil
 import pytest
 
 from agentgym_envs.cli.main import main
-from trainer.dashboard import PANELS, draw_panel, parse_jsonl, read_run, unique_labels
-from trainer.log import JsonlLogger
+from trainer.run.dashboard import PANELS, draw_panel, parse_jsonl, read_run, unique_labels
+from trainer.run.log import JsonlLogger
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 MAZE = ["env.env_id=agentgym/Maze-Easy-v0", "env.train_kwargs={size: 3}", "env.eval_kwargs={size: 3}", "env.max_turns=3",
@@ -177,7 +177,7 @@ def test_kl_and_clip_panels_plot_the_last_gradient_step_not_the_first(tmp_path):
 
 
 def test_held_out_records_in_metrics_are_points_and_an_older_held_out_file_still_reads(tmp_path):
-    from trainer.dashboard import write_held_out
+    from trainer.run.dashboard import write_held_out
 
     run_dir = _synthetic_run(tmp_path / "run", [{"step": 1, "success": 0.5}, {"step": 0, "phase": "bc", "loss": 1.0}])
     result = {"eval_success": 0.75, "eval_success_ci95": 0.1, "eval_episodes": 16}
@@ -193,7 +193,7 @@ def test_held_out_records_in_metrics_are_points_and_an_older_held_out_file_still
 
 def test_the_quickstart_curve_has_a_title_a_caption_and_the_control_on_its_own_position():
     from trainer.cli.quickstart import learning_curve_figure
-    from trainer.dashboard import _pyplot
+    from trainer.run.dashboard import _pyplot
 
     plt = _pyplot()
     records = [{"step": s, "success": 0.1 * (s % 10)} for s in range(1, 31)]

@@ -1,4 +1,4 @@
-"""Prefix reuse in the HF sampler (trainer/backends/prefix_cache.py): within a scope each turn encodes only
+"""Prefix reuse in the HF sampler (trainer/models/backends/prefix_cache.py): within a scope each turn encodes only
 its new ids, and the samples equal those of a full prefill; changed weights, the end of the scope, another
 thread or a full memory budget all mean no reuse."""
 
@@ -12,9 +12,9 @@ import pytest
 import torch
 
 from agentgym_envs.policies import SamplingConfig
-from trainer.backends.hf import HFPolicy
-from trainer.episodes import PlaySpec
-from trainer.rollout import RolloutWorker
+from trainer.models.backends.hf import HFPolicy
+from trainer.collect.episodes import PlaySpec
+from trainer.collect.rollout import RolloutWorker
 
 SAMPLING = SamplingConfig(temperature=1.0, max_new_tokens=6, seed=3)
 
@@ -166,8 +166,8 @@ def test_an_async_collectors_scope_survives_new_weights_and_never_serves_the_old
     collector without reuse samples under the same swap."""
     import copy
 
-    from trainer.asynchronous import VersionedPolicy, WeightBoard
-    from trainer.backends import prefix_cache
+    from trainer.collect.asynchronous import VersionedPolicy, WeightBoard
+    from trainer.models.backends import prefix_cache
 
     model, tokenizer = tiny_model_and_tokenizer
     newer = copy.deepcopy(model)

@@ -1,4 +1,4 @@
-"""Rollouts on Ray (trainer/ray_rollout.py): ``rollout.backend=ray`` collects the same trajectories as local.
+"""Rollouts on Ray (trainer/run/ray_rollout.py): ``rollout.backend=ray`` collects the same trajectories as local.
 
 The CLI test starts (and must shut down) its own loopback cluster; the others share the module's ``ray_local``.
 """
@@ -14,8 +14,8 @@ from ray_support import ray_local  # noqa: F401  (the module's local cluster)
 from agentgym_envs.cli.main import main
 from trainer.config import load_config
 from trainer.errors import ConfigError
-from trainer.loop import Trainer
-from trainer.ray_rollout import ray_options, vector_mode
+from trainer import Trainer
+from trainer.run.ray_rollout import ray_options, vector_mode
 
 SMALL = ["rollout.tasks_per_step=2", "rollout.group_size=2", "env.max_turns=3", "rollout.max_new_tokens=8",
          "rollout.max_context_tokens=768", "checkpoint_every=0", "eval.num_tasks=1", "rollout.temperature=1.0"]

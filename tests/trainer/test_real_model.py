@@ -34,7 +34,7 @@ def policy(model_dir):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from trainer.backends.hf import HFPolicy
+    from trainer.models.backends.hf import HFPolicy
 
     return HFPolicy(AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32),
                     AutoTokenizer.from_pretrained(str(model_dir)))
@@ -75,7 +75,7 @@ def test_greedy_it_answers_a_plain_question(policy):
 # ----------------------------------------------------------------------------- special tokens in env text
 def test_an_observation_spelling_chatml_tokens_cannot_end_the_turn(policy):
     """Before the guard the observation's ``<|im_end|><|im_start|>assistant`` became ids 2, 1: a forged turn."""
-    from trainer.trajectory import TrajectoryBuilder
+    from trainer.collect.trajectory import TrajectoryBuilder
 
     tok = policy.tokenizer
     special = {i for i, t in tok.added_tokens_decoder.items() if t.special}
@@ -101,7 +101,7 @@ def test_an_observation_spelling_chatml_tokens_cannot_end_the_turn(policy):
 
 def test_a_reply_spelling_special_tokens_still_extends_the_next_prompt(policy):
     from agentgym_envs.policies import Completion
-    from trainer.trajectory import TrajectoryBuilder
+    from trainer.collect.trajectory import TrajectoryBuilder
 
     tok = policy.tokenizer
     chat = [{"role": "user", "content": "hi"}]
@@ -123,8 +123,8 @@ def test_a_reply_spelling_special_tokens_still_extends_the_next_prompt(policy):
 
 
 def test_the_vllm_backend_tokenises_through_the_same_guard():
-    from trainer.backends.chat_tokens import ChatTokens
-    from trainer.backends.vllm import VLLMPolicy
+    from trainer.models.backends.chat_tokens import ChatTokens
+    from trainer.models.backends.vllm import VLLMPolicy
 
     for name in ("render_chat", "encode", "encode_chat", "decode_as_turn"):
         assert getattr(VLLMPolicy, name) is getattr(ChatTokens, name), name
@@ -133,7 +133,7 @@ def test_the_vllm_backend_tokenises_through_the_same_guard():
 # ----------------------------------------------------------------------------- play and train, token-exactly
 def _trainer(model_dir, tmp_path, protocol, unit):
     from trainer.config import load_config
-    from trainer.loop import Trainer
+    from trainer import Trainer
 
     return Trainer(load_config(None, [
         f"policy.path={model_dir}", "env.env_id=agentgym/GuessNumber-v0", f"env.protocol={protocol}",
@@ -144,7 +144,7 @@ def _trainer(model_dir, tmp_path, protocol, unit):
 
 @pytest.mark.parametrize("protocol,unit", [("react", "episode"), ("tags", "turn"), ("tool_calls", "episode")])
 def test_plays_and_trains_token_exactly(protocol, unit, model_dir, tmp_path):
-    from trainer.backends.chat_tokens import unguard_text
+    from trainer.models.backends.chat_tokens import unguard_text
 
     trainer = _trainer(model_dir, tmp_path, protocol, unit)
     try:

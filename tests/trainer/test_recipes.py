@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from trainer.config import load_config
-from trainer.loop import Trainer, fit
+from trainer import Trainer, fit
 from trainer.models import family
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"

@@ -8,12 +8,12 @@ import io
 import pytest
 import torch
 
-from trainer.algorithms.replay import HeadroomDriftReplay, current_logprobs, drift, headroom
-from trainer.checkpoint import latest_checkpoint, load_checkpoint
+from trainer.learn.algorithms.replay import HeadroomDriftReplay, current_logprobs, drift, headroom
+from trainer.run.checkpoint import latest_checkpoint, load_checkpoint
 from trainer.config import load_config
 from trainer.errors import ConfigError
-from trainer.loop import Trainer, fit
-from trainer.trajectory import Trajectory
+from trainer import Trainer, fit
+from trainer.collect.trajectory import Trajectory
 
 
 def member(ret: float, task: int) -> Trajectory:

@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from trainer.config import load_config
-from trainer.log import read_jsonl
-from trainer.loop import Trainer, fit
+from trainer.run.log import read_jsonl
+from trainer import Trainer, fit
 
 RUN = ["rollout.tasks_per_step=2", "rollout.group_size=2", "rollout.max_new_tokens=6", "env.max_turns=3",
        "steps=4", "checkpoint_every=2", "algorithm.filter_zero_variance=false", "loss.entropy_coef=0.01",

@@ -5,11 +5,11 @@ import logging
 import pytest
 
 from agentgym_envs.cli.main import main
-from trainer.checkpoint import ABSENT, config_differences
+from trainer.run.checkpoint import ABSENT, config_differences
 from trainer.config import TrainConfig, load_config, to_dict
 from trainer.errors import CheckpointError
-from trainer.log import read_jsonl
-from trainer.loop import Trainer, fit
+from trainer.run.log import read_jsonl
+from trainer import Trainer, fit
 
 RUN = ["rollout.tasks_per_step=1", "rollout.group_size=2", "rollout.max_new_tokens=4", "env.max_turns=2",
        "eval.num_tasks=1", "optim.lr=0.001", "checkpoint_every=1"]
@@ -67,7 +67,7 @@ def test_two_changed_keys_are_both_named(one_step_run):
 
 def test_resume_true_forces_a_changed_config_and_logs_the_differences(one_step_run, caplog):
     base, out = one_step_run
-    with caplog.at_level(logging.WARNING, logger="trainer.loop"):
+    with caplog.at_level(logging.WARNING, logger="trainer.run.loop"):
         trainer, records = _fit(base + ["optim.lr=0.01", "resume=true"], out)
     assert trainer.step == 2 and [r["step"] for r in records] == [2]
     assert "optim.lr: expected 0.001 (the checkpoint's), got 0.01" in caplog.text

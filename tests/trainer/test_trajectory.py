@@ -4,8 +4,8 @@ import pytest
 
 from trainer.errors import PrefixExtensionError
 from agentgym_envs.policies import Completion
-from trainer.tiny.chat_template import render_chat
-from trainer.trajectory import TrajectoryBuilder
+from trainer.models.tiny.chat_template import render_chat
+from trainer.collect.trajectory import TrajectoryBuilder
 
 
 class CharPolicy:

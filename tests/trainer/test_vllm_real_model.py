@@ -39,7 +39,7 @@ def model_dir():
 def test_the_vllm_spec_loads_the_model_by_name_and_answers(model_dir):
     from agentgym_envs.policies import SamplingConfig
     from leaderboards.policies import parse_spec
-    from trainer.backends.vllm import VLLMPolicy
+    from trainer.models.backends.vllm import VLLMPolicy
 
     policy = parse_spec(f"vllm:{NAME}").build()
     try:
@@ -57,9 +57,9 @@ def test_the_vllm_spec_loads_the_model_by_name_and_answers(model_dir):
 def test_trains_through_the_engine_with_weight_sync_and_a_small_logprob_gap(model_dir, tmp_path):
     """Two steps: the second collection runs on weights synced after the first update. lr=1e-4 with Adam
     moves every weight by about 1e-4, so a missed sync would show as a gap well above TOL."""
-    from trainer.backends.vllm import VLLMPolicy
+    from trainer.models.backends.vllm import VLLMPolicy
     from trainer.config import load_config
-    from trainer.loop import Trainer
+    from trainer import Trainer
 
     trainer = Trainer(load_config(None, [
         f"policy.path={NAME}", "policy.backend=vllm", "env.env_id=agentgym/GuessNumber-v0", "env.protocol=react",

@@ -1,4 +1,4 @@
-"""The sleep-mode bookkeeping of a colocated vLLM engine (:mod:`trainer.backends.vllm_sleep`), on a recording
+"""The sleep-mode bookkeeping of a colocated vLLM engine (:mod:`trainer.models.backends.vllm_sleep`), on a recording
 fake engine and fake CUDA memory figures: which allocations are released and woken, in which order, and what
 a sleep reports. Runs in the main venv (no vLLM, no GPU); the real engine's sleep is in scripts/gpu_check_vllm.py.
 """
@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from trainer.backends import vllm_sleep
-from trainer.backends.vllm_sleep import SleepState
+from trainer.models.backends import vllm_sleep
+from trainer.models.backends.vllm_sleep import SleepState
 from trainer.errors import BackendError
 
 GIB = 2**30
@@ -91,7 +91,8 @@ def test_a_failed_wake_says_what_to_do_and_keeps_the_state(gpu):
 
 
 def test_vllm_settings_are_checked():
-    from trainer.config import ConfigError, load_config
+    from trainer.config import load_config
+    from trainer.errors import ConfigError
 
     config = load_config(None, ["policy.vllm.sleep_level=2", "policy.vllm.gpu_memory_utilization=0.4"])
     assert (config.policy.vllm.sleep_level, config.policy.vllm.gpu_memory_utilization) == (2, 0.4)
@@ -103,7 +104,7 @@ def test_vllm_settings_are_checked():
 def test_the_engine_refuses_a_multi_rank_torchrun_before_starting(monkeypatch, tmp_path):
     """An in-process engine initialises vLLM's own process group: under torchrun with several ranks it
     would take the trainer's, so the backend refuses with what to do instead (no vLLM needed to refuse)."""
-    from trainer.backends.vllm import VLLMPolicy
+    from trainer.models.backends.vllm import VLLMPolicy
 
     monkeypatch.setattr(torch.distributed, "is_initialized", lambda: True)
     monkeypatch.setattr(torch.distributed, "get_world_size", lambda *a: 2)

@@ -10,7 +10,7 @@ import copy
 
 import torch
 
-from trainer.backends.vllm import hf_named_weights, request_seed
+from trainer.models.backends.vllm import hf_named_weights, request_seed
 
 
 def test_plain_model_weights_are_its_parameters_under_checkpoint_names(tiny_model_and_tokenizer):

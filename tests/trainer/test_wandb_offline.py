@@ -14,7 +14,7 @@ import pytest
 
 from trainer.config import load_config
 from trainer.errors import ConfigError
-from trainer.wandb_log import WandbLogger, WandbUnavailableError, numeric_items, offline_runs
+from trainer.run.wandb_log import WandbLogger, WandbUnavailableError, numeric_items, offline_runs
 
 RUN = ["env.env_id=agentgym/Maze-Easy-v0", "env.train_kwargs={size: 3}", "env.eval_kwargs={size: 3}", "env.max_turns=3",
        "rollout.tasks_per_step=2", "rollout.group_size=2", "rollout.max_new_tokens=4", "eval.num_tasks=2", "eval.every=2",

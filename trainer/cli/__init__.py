@@ -2,6 +2,9 @@
 
 :data:`COMMANDS` is registered under the ``agentgym.commands`` entry-point group (``pyproject.toml``), where
 ``agentgym_envs/cli/main.py`` finds it; each module it names has ``add_arguments(parser)`` and ``run(args)``.
+The top of the trainer: nothing imports it.
+
+May import: errors, seeding, collect, learn, models, serve, run, config, recipes.
 """
 
 #: name -> (module with add_arguments(parser) and run(args) -> int, one-line help)

@@ -48,8 +48,8 @@ def run(args: argparse.Namespace) -> int:
     from agentgym_envs.cli.errors import require_free_port, require_model_dir, require_protocol
     from agentgym_envs.core.httpd import BindRefused, check_bind_address
 
-    from ..gateway import GatewayLimits, GatewayServer
-    from ..gateway.assemble import session_record
+    from ..serve.gateway import GatewayLimits, GatewayServer
+    from ..serve.gateway.assemble import session_record
     from . import quiet_transformers
 
     api_key = os.environ.get(args.api_key_env) if args.api_key_env else None
@@ -71,8 +71,8 @@ def run(args: argparse.Namespace) -> int:
     policy = _policy(args)
     envs = None
     if args.env:
-        from ..episodes import PlaySpec
-        from ..gateway.envs import EnvDriver
+        from ..collect.episodes import PlaySpec
+        from ..serve.gateway.envs import EnvDriver
 
         envs = EnvDriver(PlaySpec(args.env, protocol=args.protocol, max_turns=args.max_turns))
     lock, server_ref = threading.Lock(), []
@@ -107,11 +107,11 @@ def _policy(args: argparse.Namespace):
     """The token policy the flags name: the tiny policy or a local Hugging Face directory."""
     import torch
 
-    from ..backends.hf import HFPolicy
+    from ..models.backends.hf import HFPolicy
 
     torch.set_num_threads(args.threads)
     if args.tiny:
-        from ..tiny import build_tiny
+        from ..models.tiny import build_tiny
 
         return HFPolicy(*build_tiny())
     from transformers import AutoModelForCausalLM, AutoTokenizer

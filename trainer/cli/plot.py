@@ -1,7 +1,7 @@
 """``agentgym plot RUN_DIR [RUN_DIR …] [--out DIR]``: a run's training curves as PNGs and one HTML page.
 
 Reads each run directory's ``metrics.jsonl`` (its update records and the quickstart's held-out ones) and
-writes one PNG per panel plus ``index.html`` with the PNGs embedded (:mod:`trainer.dashboard`). Several run
+writes one PNG per panel plus ``index.html`` with the PNGs embedded (:mod:`trainer.run.dashboard`). Several run
 directories are overlaid on the same axes. Keys a run did not log are listed as notes, never an error;
 a truncated last line (a killed run) is skipped. Exit status 2 when a directory has no ``metrics.jsonl``
 or the output folder cannot be written.
@@ -22,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..dashboard import DashboardError, read_run, unique_labels, write_dashboard
+    from ..run.dashboard import DashboardError, read_run, unique_labels, write_dashboard
 
     paths = [Path(p) for p in args.run_dirs]
     labels = args.label or unique_labels(paths)

@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..config import TrainConfig
-    from ..loop import Trainer
+    from ..run.config import TrainConfig
+    from ..run.loop import Trainer
 
 #: The quickstart's settings, the one copy: package data, so an installed (non-editable) package finds it
 #: too; ``configs/quickstart.yaml`` in a checkout is a link to this file.
@@ -44,8 +44,8 @@ MODEL_RECIPES = {"smollm2-135m-instruct": QUICKSTART_CONFIG.with_name("smollm2_m
 def quickstart_config(out_dir: str, overrides: list[str] = (), model: str | None = None) -> TrainConfig:
     """The quickstart's :class:`~trainer.config.TrainConfig`: :data:`QUICKSTART_CONFIG` (or the recipe of
     ``model``, :data:`MODEL_RECIPES`), run in ``out_dir``, then the user's ``key=value`` overrides."""
-    from ..config import load_config
     from ..errors import ConfigError
+    from ..run.config import load_config
 
     if model is not None and model not in MODEL_RECIPES:
         raise ConfigError(f"expected --model to be one of {', '.join(sorted(MODEL_RECIPES))}, got {model!r}; "
@@ -83,8 +83,9 @@ def bc_control(trainer: Trainer, bc_weights: dict[str, Any], seconds: float) -> 
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..dashboard import write_held_out
-    from ..loop import Trainer, fit
+    from ..run.dashboard import write_held_out
+    from ..run.fit import fit
+    from ..run.loop import Trainer
     from . import quiet_transformers
 
     quiet_transformers()

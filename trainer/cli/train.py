@@ -28,9 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..config import load_config
-    from ..distributed import close_world, init_world
     from ..errors import CheckpointError, TrainerError
+    from ..run.config import load_config
+    from ..run.distributed import close_world, init_world
     from . import quiet_transformers
 
     if args.config != "-":
@@ -58,7 +58,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _train(config: Any, world: Any) -> int:
     """Train, evaluate, print the held-out success (rank 0 under torchrun); raises TrainerError on bad input."""
-    from ..loop import Trainer, fit
+    from ..run.fit import fit
+    from ..run.loop import Trainer
 
     trainer = Trainer(config)
     try:

@@ -1,4 +1,12 @@
-"""Random-weight models of real architectures, built locally (no download), for tests and benchmarks.
+"""What plays and learns: models, their settings, and the backends that sample from them.
+
+Owns the ``policy:`` settings and :func:`~trainer.models.policy.load_model` (``policy``), device placement and
+dtypes (``device``), the generation backends behind the :class:`~agentgym_envs.policies.Policy` contract
+(``backends/``: ``hf``, ``vllm``, ``openai_http``), the embedded tiny policy (``tiny/``, built from envs' own
+text, which it plays through :mod:`trainer.collect.episodes`), and random-weight models of real
+architectures with the model registry (``families``, ``build``, ``registry``, ``gguf``).
+
+May import: errors, seeding, collect.
 
 >>> from trainer.models import FAMILIES
 >>> FAMILIES

@@ -6,11 +6,11 @@ role markers its chat template writes), which of them end a reply, and the chat 
 real checkpoint of the family are the same ones.
 
 Why Gemma 3 and not Gemma 2: Gemma 2 caps its final logits (``30 * tanh(logits / 30)``), which the chunked
-log-prob path (:func:`trainer.logprobs.token_logprobs`, one projection straight into the fused
+log-prob path (:func:`trainer.learn.logprobs.token_logprobs`, one projection straight into the fused
 log-softmax) does not apply; Gemma 3's text model has no final soft-capping, keeps Gemma's scaled
 embeddings, ``model`` role and merged system turn, and adds sliding-window layers (exercised here with a
 window shorter than the test prompts). A model config with ``final_logit_softcapping`` set is refused by
-:func:`trainer.logprobs.output_layer` rather than scored wrongly.
+:func:`trainer.learn.logprobs.output_layer` rather than scored wrongly.
 """
 
 from __future__ import annotations

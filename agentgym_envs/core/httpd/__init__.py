@@ -1,5 +1,5 @@
 """The hardened HTTP/1.1 server under our local services: the web shop, the search ``/retrieve`` service
-and ``trainer.serve`` each subclass :class:`HardenedHTTPServer` and :class:`HardenedHandler`, so that every
+and ``trainer.serve.policy_server`` each subclass :class:`HardenedHTTPServer` and :class:`HardenedHandler`, so that every
 guarantee below is written, and tested, once.
 
 The standard library's ``ThreadingHTTPServer`` alone spends a thread on every open connection (300 silent

@@ -1,5 +1,5 @@
 """The command-line flags every server shares (``--host``, ``--port``, ``--allow-remote``, ``--api-key-env``),
-spelled and checked the same way for the shop, the search service and ``trainer.serve``."""
+spelled and checked the same way for the shop, the search service and ``trainer.serve.policy_server``."""
 
 from __future__ import annotations
 

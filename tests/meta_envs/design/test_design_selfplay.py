@@ -217,9 +217,9 @@ def test_a_model_designer_samples_each_answer_of_a_group_with_its_own_seed(tmp_p
 
     from agentgym_envs.policies import SamplingConfig
     from meta_envs.cli.roles import PolicyDesigner
-    from trainer.backends.hf import HFPolicy
+    from trainer.models.backends.hf import HFPolicy
     from trainer.config import load_config
-    from trainer.tiny import build_tiny
+    from trainer.models.tiny import build_tiny
 
     torch.set_num_threads(1)
     model, tokenizer = build_tiny(load_config(None, [*TINY, f"policy.cache_dir={tiny_cache}"]).policy.tiny,
@@ -275,7 +275,7 @@ def test_an_openai_compatible_designer_over_http_designs_an_accepted_env(tmp_pat
     """``--designer openai:<url>#<model>``: the brief goes over real HTTP (our OpenAI-compatible policy server on
     loopback, answering with a fenced module) and the reply is validated, played and archived like any other."""
     from meta_envs.design.designers import good_module
-    from trainer.serve import PolicyServer, ScriptedReplyPolicy
+    from trainer.serve.policy_server import PolicyServer, ScriptedReplyPolicy
 
     server = PolicyServer(ScriptedReplyPolicy([f"Here is my env:\n```python\n{good_module(0.4)}\n```"]), model_name="designer")
     server.start()

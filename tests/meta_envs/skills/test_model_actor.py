@@ -2,7 +2,7 @@
 with the actor's own tokenizer, and a document too long for the actor's context is the reflector's outcome
 (−1, a clear observation), never ``infra_error`` or an exception out of ``step``.
 
-The actor is the real tiny policy (``hf:tiny``); the HTTP path talks to ``trainer.serve``'s real policy server
+The actor is the real tiny policy (``hf:tiny``); the HTTP path talks to ``trainer.serve.policy_server``'s real policy server
 on loopback, which answers a prompt over the model's context with HTTP 400 as OpenAI and vLLM do."""
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def test_an_env_side_spec_is_refused_at_construction():
 
 @pytest.fixture(scope="module")
 def server(reflect):
-    from trainer.serve import PolicyServer
+    from trainer.serve.policy_server import PolicyServer
 
     served = PolicyServer(reflect.actor.policy, model_name="tiny")
     served.start()
@@ -93,7 +93,7 @@ def test_an_endpoints_context_refusal_is_the_reflectors_outcome_in_skill_library
 
 
 def test_a_context_refusal_says_so_and_other_endpoint_failures_stay_ours(server):
-    from trainer.backends.openai_http import EndpointError
+    from trainer.models.backends.openai_http import EndpointError
 
     actor = actor_from_spec(f"openai:{server.url}#tiny")
     actor.reset(instruction="x", system_prompt=LONG * 2, seed=0)
