@@ -180,7 +180,9 @@ def test_the_contract_keeps_invalid_penalties_inside_the_reward_bounds():
 
     env = Costly()
     env.reset(seed=0)
-    assert [env.step("")[1] for _ in range(4)] == [-1.0, -1.0, 0.0, 0.0]
+    steps = [env.step("") for _ in range(4)]
+    assert [s[1] for s in steps] == [-1.0, -1.0, 0.0, 0.0]
+    assert [s[4].get("reward_uncut") for s in steps] == [None, None, -1.0, -1.0]  # what was cut, as the wrapper says
     assert env.step("hi")[1:3] == (1.0, True)
     env.reset(seed=1)
     assert env.step("")[1] == -1.0  # a new episode starts from a zero return

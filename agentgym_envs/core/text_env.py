@@ -12,7 +12,8 @@ Contract (``docs/architecture.md``, The text-env contract), enforced here so tha
   that says what was wrong, ``info["action_valid"] = False``, ``info["parse_error"]`` set, reward
   ``invalid_action_penalty`` (0 by default), and the episode goes on, or ends (``terminated``) where the env
   sets ``invalid_action_ends_episode`` (the games' "an illegal move loses at once"). A penalty never takes the
-  episode's return below ``reward_bounds[0]``: once there, further invalid actions cost nothing. This is the
+  episode's return below ``reward_bounds[0]``: once there, further invalid actions cost nothing
+  (``info["reward_uncut"]`` holds the penalty that was cut). This is the
   rule the protocol wrapper applies to replies it cannot parse, so one rule holds under every protocol.
   A step after the episode ended pays 0. Subclasses signal an invalid action by raising
   :class:`~agentgym_envs.core.errors.InvalidAction` from ``_step``; only programming errors propagate.
@@ -296,7 +297,7 @@ class TextEnv(gymnasium.Env[str, str]):
 
     def _invalid(self, reason: str, *, penalty: float | None = None):
         """An action the env rejected: its penalty (cut at the return's floor); ends the episode if the env says so."""
-        reward = float(self.invalid_action_penalty if penalty is None else penalty)
+        uncut = reward = float(self.invalid_action_penalty if penalty is None else penalty)
         if reward < 0:
             reward = max(reward, min(0.0, self.reward_bounds[0] - self._return_paid))
         self._return_paid += reward
@@ -306,6 +307,8 @@ class TextEnv(gymnasium.Env[str, str]):
             reason += "\nAn invalid action ends this episode, as an illegal move does."
         observation = self._bound_observation(reason)
         info = self._standard_info({}, action_valid=False, parse_error=reason)
+        if reward != uncut:  # as the protocol wrapper and the meta-envs say what they cut
+            info["reward_uncut"] = uncut
         return observation, reward, terminated, False, info
 
     def _after_end(self):
