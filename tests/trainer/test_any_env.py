@@ -171,6 +171,15 @@ def test_auto_protocol_is_tool_calls_for_tool_envs_and_plain_otherwise():
         load_config(None, ["env.protocol=tool_call"])
 
 
+def test_a_seeded_held_out_stream_holds_as_many_tasks_as_eval_asks():
+    """The SmolLM2 recipe asks 128 held-out mazes; the seeded stream's default of 100 once cut it silently."""
+    recipe = load_config("trainer/configs/smollm2_maze.yaml")
+    assert recipe.eval.num_tasks == 128
+    assert play_specs(recipe.env)[1].num_tasks() == 100  # the default held-out stream
+    train, held_out = play_specs(recipe.env, recipe.eval.num_tasks)
+    assert held_out.num_tasks() == 128 and train.num_tasks() == 100_000
+
+
 def test_tiny_template_renders_tools_and_tool_turns_and_is_unchanged_without_them(tiny_model_and_tokenizer):
     tokenizer = tiny_model_and_tokenizer[1]
     tools = [{"type": "function", "function": {"name": "guess", "description": "a <b> & 'c'", "parameters": {}}}]

@@ -101,14 +101,16 @@ class EnvConfig:
         return {**shortcuts, **self.train_kwargs}
 
 
-def play_specs(env: EnvConfig) -> tuple[PlaySpec, PlaySpec]:
+def play_specs(env: EnvConfig, eval_tasks: int = 0) -> tuple[PlaySpec, PlaySpec]:
     """The train and evaluation specs: the make kwargs are the config's (:meth:`EnvConfig.make_kwargs`), the
     trainer adds none. An env without a task list gets seeded task ids, train and held-out streams disjoint
-    (:func:`trainer.collect.episodes.task_seed`)."""
+    (:func:`trainer.collect.episodes.task_seed`); its held-out stream holds ``eval_tasks`` (``eval.num_tasks``)
+    when that asks for more than the default 100, so a request for 128 is never cut to 100 unseen."""
     common = dict(protocol=env.protocol, max_turns=env.max_turns, system_prompt=env.system_prompt,
                   task_reminder=env.task_reminder, step_latency_s=env.step_latency_s)
     return (PlaySpec(env.env_id, env.make_kwargs(train=True), **common, seed_stream=0),
-            PlaySpec(env.env_id, env.make_kwargs(train=False), **common, seed_stream=1, seeded_tasks=SEEDED_EVAL_TASKS))
+            PlaySpec(env.env_id, env.make_kwargs(train=False), **common, seed_stream=1,
+                     seeded_tasks=max(SEEDED_EVAL_TASKS, int(eval_tasks))))
 
 
 @dataclass

@@ -81,7 +81,7 @@ class Trainer:
             else torch.optim.AdamW(trainable, lr=optim.lr, weight_decay=optim.weight_decay))
         warmup = max(config.optim.warmup_steps, 1)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda s: min(1.0, (s + 1) / warmup))
-        self.train_spec, self.eval_spec = play_specs(config.env)
+        self.train_spec, self.eval_spec = play_specs(config.env, config.eval.num_tasks)
         # what one training sample is (rollouts and BC alike): probed once, logged (trainer/collect/rollout.py)
         self.sample_unit = resolve_sample_unit(self.policy, config.rollout.sample_unit, config.rollout.turn_window)
         if config.optim.micro_batch_tokens == "auto":  # settled once, from this machine (trainer/run/defaults.py)
