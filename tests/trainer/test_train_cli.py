@@ -4,6 +4,8 @@ import fnmatch
 import tomllib
 from pathlib import Path
 
+import pytest
+
 from agentgym_envs.cli.main import main
 from trainer.cli.quickstart import QUICKSTART_CONFIG, quickstart_config
 from trainer.config import load_config
@@ -40,3 +42,24 @@ def test_the_quickstart_config_ships_as_package_data():
     patterns = pyproject["tool"]["setuptools"]["package-data"]["trainer"]
     relative = QUICKSTART_CONFIG.relative_to(REPO / "trainer").as_posix()
     assert any(fnmatch.fnmatch(relative, pattern) for pattern in patterns), (relative, patterns)
+
+
+def test_pass_at_k_is_the_chance_that_some_of_k_tries_at_a_task_wins():
+    """Checked against enumerating every k-subset of each task's tries (what the unbiased estimator means)."""
+    from itertools import combinations
+    from types import SimpleNamespace
+
+    from trainer.cli.quickstart import _passes
+    from trainer.collect.episodes import pass_at_k
+
+    wins = {0: [1, 0, 0, 0, 0, 0, 0, 0], 1: [0] * 8, 2: [1, 1, 0, 1, 0, 0, 1, 0], 3: [1] * 8}
+    episodes = [SimpleNamespace(task_index=t, won=bool(w), infra_error=None) for t, ws in wins.items() for w in ws]
+    episodes.append(SimpleNamespace(task_index=1, won=True, infra_error="worker lost"))  # not counted
+    got = pass_at_k(episodes)
+    for k in (1, 4, 8):
+        by_task = [sum(any(s) for s in combinations(ws, k)) / sum(1 for _ in combinations(ws, k)) for ws in wins.values()]
+        assert got[k] == pytest.approx(sum(by_task) / len(by_task)), k
+    assert got[1] == pytest.approx((1 / 8 + 0 + 4 / 8 + 1) / 4) and got[8] == pytest.approx(3 / 4)
+    assert set(pass_at_k(episodes[:-9])) == {1, 4, 8} and 8 not in pass_at_k(episodes[:4] + episodes[8:12])
+    assert _passes({"eval_success": 0.5, "eval_pass@1": 0.5, "eval_pass@4": 0.75}) == "pass@1/4 0.500/0.750"
+    assert _passes({"eval_success": 0.5}) == ""

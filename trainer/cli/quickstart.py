@@ -8,14 +8,16 @@ On a CPU in a few minutes (settings: :data:`QUICKSTART_CONFIG`, ``trainer/config
 3. RL on train tasks for ``steps`` updates (its wall time is measured);
 4. the BC-only control: the warm-up's weights and expert data again, cloned for as long as RL took;
 5. held-out success of the warm-up, the RL policy and the control, each sampled at the rollout temperature
-   (``eval.repeats`` × ``eval.num_tasks`` episodes, 95% normal intervals) and greedy.
+   (``eval.repeats`` × ``eval.num_tasks`` episodes, 95% normal intervals, and pass@k for k = 1, 4, 8 up to
+   ``eval.repeats``) and greedy.
 
 ``agentgym quickstart --model smollm2-135m-instruct`` runs the same five steps on a pretrained LLM with its
 own recipe (:data:`MODEL_RECIPES`; ``trainer/configs/smollm2_maze.yaml``).
 
 Held-out tasks are never trained on (seeded envs: odd reset seeds, training uses even ones). The RL
-checkpoint is saved in the run directory with a learning-curve PNG. The last line printed is
-``held-out success: before=<p±ci> after=<p±ci> bc_control=<p±ci> …`` (sampled figures first, greedy after).
+checkpoint is saved in the run directory with a learning-curve PNG. The summary line is
+``held-out success: before=<p±ci> after=<p±ci> bc_control=<p±ci> …`` (sampled figures first, greedy after),
+then, where ``eval.repeats > 1``, ``held-out pass@1/4 … → …`` (before → after, the control's in brackets).
 """
 
 from __future__ import annotations
@@ -126,6 +128,9 @@ def run(args: argparse.Namespace) -> int:
           f"bc_control={_ci(control['sampled'])} (T={config.rollout.temperature:g}, "
           f"{after['sampled']['eval_episodes']} episodes each; greedy {before['greedy']['eval_success']:.3f} / "
           f"{after['greedy']['eval_success']:.3f} / {control['greedy']['eval_success']:.3f}; RL {rl_seconds:.0f} s)")
+    if _passes(before["sampled"]):
+        print(f"held-out {_passes(before['sampled'])} → {_passes(after['sampled']).split(' ', 1)[1]} "
+              f"(control {_passes(control['sampled']).split(' ', 1)[1]}; eval.repeats={config.eval.repeats})")
     return 0
 
 
@@ -190,9 +195,19 @@ def _ci(result: dict[str, float]) -> str:
     return f"{result['eval_success']:.3f}±{result['eval_success_ci95']:.3f}"
 
 
+def _passes(result: dict[str, float]) -> str:
+    """``pass@1/4 0.520/0.810``: from the sampled evaluation's repeats (k up to ``eval.repeats``), so a reader
+    can tell a sharper distribution (pass@1 up, pass@k flat) from new capability (pass@k up too)."""
+    ks = sorted(int(key.split("@")[1]) for key in result if key.startswith("eval_pass@"))
+    if not ks:
+        return ""
+    return f"pass@{'/'.join(map(str, ks))} " + "/".join(f"{result[f'eval_pass@{k}']:.3f}" for k in ks)
+
+
 def _both(results: dict[str, dict[str, float]]) -> str:
     sampled, greedy = results["sampled"], results["greedy"]
-    return (f"sampled {_ci(sampled)} ({sampled['eval_episodes']} episodes), "
+    passes = _passes(sampled)
+    return (f"sampled {_ci(sampled)} ({sampled['eval_episodes']} episodes{', ' + passes if passes else ''}), "
             f"greedy {_ci(greedy)} ({greedy['eval_episodes']} episodes)")
 
 

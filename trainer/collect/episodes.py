@@ -316,6 +316,24 @@ def _play(policy: Policy, spec: PlaySpec, envs: list, episodes: list[TextEpisode
         active = still
 
 
+def pass_at_k(episodes: Sequence[TextEpisode], ks: Sequence[int] = (1, 4, 8)) -> dict[int, float]:
+    """pass@k over tasks: the chance that at least one of ``k`` attempts at a task succeeds, with the unbiased
+    estimator of Chen et al. 2021 (``1 - C(n-c, k) / C(n, k)`` for a task tried ``n`` times with ``c`` wins),
+    averaged over tasks. Only the ``k`` that every task was tried at least ``k`` times for are reported, so
+    pass@8 needs ``eval.repeats >= 8``. Infra-failed episodes are left out, as in :func:`success_rate`."""
+    from math import comb
+
+    tries: dict[int, list[bool]] = {}
+    for e in episodes:
+        if e.infra_error is None:
+            tries.setdefault(e.task_index, []).append(bool(e.won))
+    if not tries:
+        return {}
+    fewest = min(len(t) for t in tries.values())
+    return {k: float(np.mean([1.0 - comb(len(t) - sum(t), k) / comb(len(t), k) for t in tries.values()]))
+            for k in ks if k <= fewest}
+
+
 def success_rate(episodes: Sequence[TextEpisode]) -> tuple[float, float]:
     """Mean success and the half-width of its 95% normal-approximation confidence interval."""
     wins = [e.won for e in episodes if e.infra_error is None]

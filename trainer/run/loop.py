@@ -25,7 +25,7 @@ from agentgym_envs.core.hooks import has_expert
 from agentgym_envs.policies import SamplingConfig
 
 from ..collect.asynchronous import AsyncCollection
-from ..collect.episodes import play_specs, run_text_episodes, success_rate
+from ..collect.episodes import pass_at_k, play_specs, run_text_episodes, success_rate
 from ..collect.rollout import RolloutWorker, resolve_sample_unit
 from ..collect.trajectory import Trajectory
 from ..errors import CheckpointError
@@ -230,7 +230,8 @@ class Trainer:
         if not self.world.is_main:
             return {}
         success, ci95 = success_rate(episodes)
-        return {"eval_success": success, "eval_success_ci95": ci95, "eval_episodes": len(episodes)}
+        passes = {f"eval_pass@{k}": p for k, p in pass_at_k(episodes).items()} if ev.repeats > 1 else {}
+        return {"eval_success": success, "eval_success_ci95": ci95, "eval_episodes": len(episodes), **passes}
 
     def collect(self) -> tuple[list[Trajectory], dict[str, float]]:
         r = self.config.rollout
