@@ -133,7 +133,7 @@ def test_tools_the_system_prompt_already_describes_are_not_listed_again():
     """Tutoring's prompt lists its tools in prose; a template that ignores ``tools`` listed them again as JSON."""
     from agentgym_envs.chat import list_tools
 
-    env = agentgym_envs.make("agentgym/Tutoring-v0", protocol="tool_calls")
+    env = agentgym_envs.make("agentgym/Tutoring-v1", protocol="tool_calls")
     obs, info = env.reset(seed=0)
     history = ChatHistory(tool_calling=True)
     history.start(obs, info)

@@ -81,7 +81,7 @@ FAMILIES = [
     "agentgym/KuhnPoker-VsRandom-v0",
     "agentgym/WebShop-v0",
     "agentgym/Search-1Hop-v0",
-    "agentgym/Tutoring-v0",
+    "agentgym/Tutoring-v1",
     "agentgym/PracticeScheduling-v0",
     "agentgym/TextWorld-CoinCollector-v0",
 ]

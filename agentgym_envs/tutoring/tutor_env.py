@@ -21,7 +21,17 @@ Reward: at the end, ``gain`` = post-test accuracy − pre-test accuracy over the
 Leaks (answers to items the student saw, see :mod:`~agentgym_envs.tutoring.leaks`) cost ``leak_penalty``
 each at the turn they happen, at most 1 in all (``leak_mode="soft"``), or make the return −1
 (``"hard"``). Revealed items are asked again after the post-test (the copy check): the student copies them,
-and they are reported but never scored. ``won``: a positive gain without any leak; ``score``: the return.
+and they are reported but never scored. ``score``: the return.
+
+``won``, the verdict leaderboards and the trainer report as success, is read from the hidden state, not
+only from the few noisy test items: the student ends the session holding none of the misconceptions they
+started with (every session starts with at least one, and removing one raises the true mastery of its
+component from 0), the post-test gain is positive, and no answer was revealed. So doing nothing never
+wins (nothing changes the state), untargeted teaching never wins (it cannot get past a misconception), and
+a won episode always has a positive return. On 200 fixed seeds the expert tutor wins 77%, the random
+tutor 7.5%, ending at once 0% (``docs/benchmarks.md``). In ``Tutoring-v0`` ``won`` was a positive gain
+without a leak, which post-test noise alone gave 23.5% of sessions ended at once; :class:`TutoringEnvV0`
+keeps that rule for the v0 ids.
 
 ``info["metrics"]``: ``turns``, ``leaks``, ``leak_penalty``, ``misconceptions_initial``,
 ``misconceptions_active``, ``misconceptions_fixed``, ``pre_score``, ``post_score``, ``gain`` (0 until the
@@ -177,7 +187,12 @@ class TutoringEnv(ToolEnv):
             return Step("\n".join(lines), reward=reward)
         final_reward, report = self._finish()
         return Step("\n".join([*lines, "", report]), reward=reward + final_reward, terminated=True,
-                    won=self.score.gain > 0 and not self.view.revealed, score=self.score.total)
+                    won=self._verdict(), score=self.score.total)
+
+    def _verdict(self) -> bool:
+        """The verdict (see the module docstring): real learning in the hidden state, confirmed by the post-test."""
+        cleared = not self.student.misconceptions(self.view.components)
+        return cleared and self.score.gain > 0 and not self.view.revealed
 
     def _respond(self, move: Move, turn: int) -> tuple[str, str]:
         """Apply the move to the student; return what the tutor reads and a canonical response."""
@@ -290,6 +305,16 @@ class TutoringEnv(ToolEnv):
             "energy": self.student.energy(), "session_over": float(self.score.over),
             "verbaliser_failures": float(self._verbaliser_failures),
         }
+
+
+class TutoringEnvV0(TutoringEnv):
+    """``Tutoring-v0`` and ``Tutoring-HardLeak-v0``, kept for the results on them: ``won`` is a positive gain.
+
+    Superseded by ``-v1`` (see the module docstring): post-test noise alone gives a tutor that ends the
+    session at once this verdict in 23.5% of sessions. Everything else is :class:`TutoringEnv`."""
+
+    def _verdict(self) -> bool:
+        return self.score.gain > 0 and not self.view.revealed
 
 
 def _said(text: str) -> str:

@@ -28,7 +28,7 @@ from trainer.models.tiny.chat_template import render_chat
 SPLIT_ENVS = {"agentgym/Search-1Hop-v0", "agentgym/WebShop-v0", "agentgym/Household-PickPlace-v0"}
 IDS = ["agentgym/Maze-Easy-v0", "agentgym/GuessNumber-v0", "agentgym/Wordle-Easy-v0",
        "agentgym/TicTacToe-VsScripted-v0", "agentgym/Search-1Hop-v0", "agentgym/WebShop-v0",
-       "agentgym/Tutoring-v0", "agentgym/Household-PickPlace-v0"]
+       "agentgym/Tutoring-v1", "agentgym/Household-PickPlace-v0"]
 SMALL = ["rollout.tasks_per_step=2", "rollout.group_size=2", "env.max_turns=3", "rollout.max_new_tokens=8",
          "rollout.max_context_tokens=768", "algorithm.filter_zero_variance=false", "checkpoint_every=0",
          "env.system_prompt=''", "eval.num_tasks=2", "loss.entropy_coef=0.01"]  # entropy: a gradient even at zero advantage
@@ -37,7 +37,7 @@ SMALL = ["rollout.tasks_per_step=2", "rollout.group_size=2", "env.max_turns=3", 
 @pytest.mark.parametrize("env_id", IDS)
 def test_one_step_on_every_family(env_id, tiny_overrides, tmp_path, make_calls):
     # GuessNumber, Search and Tutoring are tool envs: env.protocol=auto trains them through tool_calls.
-    budget = ["rollout.max_context_tokens=4096"] if env_id == "agentgym/Tutoring-v0" else []  # its tool list: ~3.1k tokens
+    budget = ["rollout.max_context_tokens=4096"] if env_id == "agentgym/Tutoring-v1" else []  # its tool list: ~3.1k tokens
     trainer = Trainer(load_config(None, tiny_overrides + SMALL + budget + [f"env.env_id={env_id}", f"out_dir={tmp_path}"]))
     before = {n: p.detach().clone() for n, p in trainer.model.named_parameters() if p.requires_grad}
     record = trainer.train_step()
@@ -159,7 +159,7 @@ def test_a_tool_env_trains_through_tool_calls_in_the_models_own_tool_format(fami
 
 
 def test_auto_protocol_is_tool_calls_for_tool_envs_and_plain_otherwise():
-    tool_envs = {"agentgym/GuessNumber-v0", "agentgym/Search-1Hop-v0", "agentgym/Terminal-v0", "agentgym/Tutoring-v0",
+    tool_envs = {"agentgym/GuessNumber-v0", "agentgym/Search-1Hop-v0", "agentgym/Terminal-v0", "agentgym/Tutoring-v1",
                  "agentgym/PracticeScheduling-v0"}
     for env_id in tool_envs | {"agentgym/Maze-Easy-v0", "agentgym/WebShop-v0", "agentgym/Household-PickPlace-v0"}:
         assert auto_protocol(env_id) == ("tool_calls" if env_id in tool_envs else "plain"), env_id

@@ -33,14 +33,14 @@ FAMILY_IDS = {
     "agentgym/Search-1Hop-v0": "tool_calls",            # search: a tool env with a task list and splits
     "agentgym/WebShop-v0": "plain",                     # web: WebShop text mode
     "agentgym/Terminal-v0": "tool_calls",               # terminal: bash in a sandbox, as a tool
-    "agentgym/Tutoring-v0": "tool_calls",               # tutoring: a tool env with a simulated student
+    "agentgym/Tutoring-v1": "tool_calls",               # tutoring: a tool env with a simulated student
     "agentgym/TextWorld-TreasureHunter-v0": "plain",    # textworld: generated games (the textworld package)
     "agentgym/Household-PickPlace-v0": "plain",         # household: ALFWorld-style
     "agentgym/TaskDesign-v0": "plain",                  # design: the designer writes a JSON task config
     "agentgym/Reflect-v0": "plain",                     # skills: the reflector writes the actor's whole prompt
 }
 #: Per-id overrides: Tutoring's first prompt (its tool list) and TaskDesign's brief are over the default budget.
-EXTRA = {"agentgym/Tutoring-v0": ["rollout.max_context_tokens=4096"],
+EXTRA = {"agentgym/Tutoring-v1": ["rollout.max_context_tokens=4096"],
          "agentgym/TaskDesign-v0": ["rollout.max_context_tokens=4096"],  # its brief holds a JSON schema
          "agentgym/Reflect-v0": ["rollout.max_context_tokens=8192"]}  # its brief shows four trajectories
 SINGLE_AGENT = [e.id for e in catalogue() if not e.multi_agent]

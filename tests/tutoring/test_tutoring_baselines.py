@@ -15,7 +15,7 @@ EPISODES = 200
 
 @pytest.fixture(scope="module")
 def tutors() -> dict[str, Summary]:
-    return {name: evaluate("agentgym/Tutoring-v0", name, episodes=EPISODES)
+    return {name: evaluate("agentgym/Tutoring-v1", name, episodes=EPISODES)
             for name in ("expert", "silent", "random", "answer_giver")}
 
 
@@ -43,8 +43,8 @@ def test_answer_givers_copied_answers_do_not_count_as_gain(tutors: dict[str, Sum
 
 
 def test_hard_leak_mode_orders_the_same_way() -> None:
-    expert = evaluate("agentgym/Tutoring-HardLeak-v0", "expert", episodes=100)
-    giver = evaluate("agentgym/Tutoring-HardLeak-v0", "answer_giver", episodes=100)
+    expert = evaluate("agentgym/Tutoring-HardLeak-v1", "expert", episodes=100)
+    giver = evaluate("agentgym/Tutoring-HardLeak-v1", "answer_giver", episodes=100)
     assert giver.mean == -1.0 and expert.low > 0.15
 
 

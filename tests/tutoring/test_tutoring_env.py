@@ -18,7 +18,8 @@ from agentgym_envs.tutoring.interpreter import interpret
 from agentgym_envs.tutoring.tutor_env import TutoringEnv
 from agentgym_envs.tutoring.tutors import answer_giver, expert_tutor
 
-IDS = ("agentgym/Tutoring-v0", "agentgym/Tutoring-HardLeak-v0", "agentgym/PracticeScheduling-v0")
+IDS = ("agentgym/Tutoring-v1", "agentgym/Tutoring-HardLeak-v1", "agentgym/PracticeScheduling-v0")
+SUPERSEDED = ("agentgym/Tutoring-v0", "agentgym/Tutoring-HardLeak-v0")  # kept for results on them
 MALFORMED_CALLS = (
     "hint(", "hint(component=)", "probe()", "probe(misconception='nope', text='hi')", "ask_item(component=3)",
     "ask_item(component='frac_add', misconception='sign_dropped')", "explain(component='frac_add', text='')",
@@ -40,17 +41,17 @@ def _play(env: gymnasium.Env, choose, seed: int) -> list[tuple]:
 
 
 def test_ids_are_registered_with_their_families() -> None:
-    assert set(agentgym_envs.env_ids("tutoring")) == set(IDS)
+    assert set(agentgym_envs.env_ids("tutoring")) == set(IDS + SUPERSEDED)
 
 
-@pytest.mark.parametrize("env_id", IDS)
+@pytest.mark.parametrize("env_id", IDS + SUPERSEDED)
 def test_check_env_passes(env_id: str) -> None:
     report = check_env(env_id)
     assert report.passed, str(report)
 
 
 def test_same_seed_same_student_and_dialogue() -> None:
-    a, b = gymnasium.make("agentgym/Tutoring-v0"), gymnasium.make("agentgym/Tutoring-v0")
+    a, b = gymnasium.make("agentgym/Tutoring-v1"), gymnasium.make("agentgym/Tutoring-v1")
     expert = lambda env: env.unwrapped.expert_action()  # noqa: E731
     assert a.reset(seed=11)[0] == b.reset(seed=11)[0]
     assert _play(a, expert, 11) == _play(b, expert, 11)
@@ -148,7 +149,7 @@ def test_post_test_items_are_unseen() -> None:
 
 
 def test_hard_mode_makes_any_leak_cost_the_whole_episode() -> None:
-    env = gymnasium.make("agentgym/Tutoring-HardLeak-v0")
+    env = gymnasium.make("agentgym/Tutoring-HardLeak-v1")
     env.reset(seed=1)
     wrong = next(s for s in env.unwrapped.view.pretest if not s.correct)
     _, reward, _, _, info = env.step(f"The answer to that one is {wrong.item.answer}, by the way.")
@@ -205,7 +206,7 @@ def test_config_errors_say_what_to_do() -> None:
     with pytest.raises(ValueError, match="leak_mode must be 'soft' or 'hard'"):
         TutoringEnv(leak_mode="medium")
     with pytest.raises(ValueError, match="num_components must be in"):
-        gymnasium.make("agentgym/Tutoring-v0", num_components=0)
+        gymnasium.make("agentgym/Tutoring-v1", num_components=0)
     with pytest.raises(TypeError, match="unknown setting.*turns.*accepts num_components"):
         TutoringEnv(turns=3)
 
