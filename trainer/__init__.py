@@ -1,7 +1,7 @@
 """Compact GRPO/PPO trainer for multi-turn agents (``docs/architecture.md``, The trainer).
 
->>> from trainer import Trainer, fit  # doctest: +SKIP
->>> fit(Trainer(load_config("configs/quickstart.yaml")))  # doctest: +SKIP
+In code: ``from trainer import Trainer, fit`` and ``from trainer.config import load_config``, then
+``fit(Trainer(load_config("configs/quickstart.yaml")))`` (what ``agentgym train`` does).
 
 The tree is the architecture: one room per stage of an RL step and per service around it, each importing
 only the rooms below it (``tests/trainer/test_layout.py`` checks the table; each room's ``__init__`` says
