@@ -345,6 +345,32 @@ def test_env_driven_sessions_get_the_stall_penalty_of_the_rollouts():
         driver.close(session)
 
 
+def test_env_driven_sessions_get_the_revisit_penalty_of_the_rollouts():
+    """rollout.revisit_penalty applies in env-driven gateway sessions too: a move into a new room costs nothing,
+    the move straight back into the start room costs it."""
+    from types import SimpleNamespace
+
+    from trainer.collect.episodes import PlaySpec
+    from trainer.serve.gateway.envs import EnvDriver
+
+    back = {"north": "south", "south": "north", "east": "west", "west": "east"}
+    driver = EnvDriver(PlaySpec("agentgym/Maze-Easy-v0", {"size": 3}, max_turns=10), revisit_penalty=0.5)
+    for seed in range(20):  # the first maze whose first move does not reach the goal
+        session = SimpleNamespace(meta={}, seed=seed, turn_valid=[], env=None)
+        driver.start(session)
+        server = SimpleNamespace(finish=lambda *a, **k: None)
+        try:
+            move = next(d for d in back if f"go {d}" in session.env.env.unwrapped.valid_actions())
+            if driver.step(server, session, f"go {move}")["done"]:
+                continue
+            driver.step(server, session, f"go {back[move]}")
+            assert session.env.rewards == [0.0, -0.5]
+            return
+        finally:
+            driver.close(session)
+    raise AssertionError("every maze was won in one move")
+
+
 def test_token_ids_outside_the_vocabulary_are_400s_that_never_reach_the_model(serve):
     """A completions prompt of ids past the embedding's rows (or past int64) is the client's mistake: 400 before any
     sampling, and the session goes on."""

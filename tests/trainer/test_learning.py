@@ -145,6 +145,57 @@ def test_stall_penalty_costs_the_turns_that_left_the_state_unchanged(tiny_policy
     assert costs[0] and costs[1]  # both kinds of turn occurred
 
 
+def test_revisit_penalty_costs_the_turns_that_return_to_a_visited_state(tiny_policy):
+    """rollout.revisit_penalty: on mazes, a turn that leads (the episode going on) into a room the episode was
+    already in, the start and the current room included, costs the penalty; a move into a new room costs
+    nothing; with a larger stall penalty too, a stall costs that one, a loop back the revisit penalty."""
+    from agentgym_envs.policies import Completion, SamplingConfig
+    from trainer.collect.episodes import PlaySpec
+    from trainer.collect.rollout import RolloutWorker
+
+    spec = PlaySpec("agentgym/Maze-Easy-v0", {"size": 3}, max_turns=8, system_prompt="")
+    sampling = SamplingConfig(temperature=1.0, max_new_tokens=6, seed=3)
+    commands = ["go north", "go south", "go east", "go west", "look", "go west", "go east"]  # there and back
+    calls = []
+
+    def scripted(prompts, *, sampling, seeds=None):
+        calls.append(1)
+        texts = [commands[(len(calls) + row) % len(commands)] for row in range(len(prompts))]
+        return [Completion(t, ids := tiny_policy.encode(t) + [tiny_policy.tokenizer.eos_token_id], [0.0] * len(ids), "stop")
+                for t in texts]
+
+    tiny_policy.generate = scripted
+    runs = []
+    for stall, revisit in ((0.0, 0.0), (0.0, 0.3), (0.5, 0.3)):
+        calls.clear()
+        worker = RolloutWorker(spec, tasks_per_batch=2, group_size=4, max_context_tokens=2048,
+                               stall_penalty=stall, revisit_penalty=revisit)
+        try:
+            runs.append(worker.collect(tiny_policy, [0, 1], sampling=sampling, seed=0)[0])
+        finally:
+            worker.close()
+    plain, looped, both = runs
+    assert [t.token_ids for t in plain] == [t.token_ids for t in looped] == [t.token_ids for t in both]
+    kinds = {"new": 0, "stall": 0, "loop": 0}
+    for p, r, b in zip(plain, looped, both):
+        for k, (r0, r1, r2) in enumerate(zip(p.rewards[:-1], r.rewards, b.rewards)):  # the next turn's room known
+            stall = p.state_keys[k + 1] == p.state_keys[k]
+            loop = not stall and p.state_keys[k + 1] in p.state_keys[:k]
+            assert abs(r1 - (r0 - 0.3 * (stall or loop))) < 1e-9
+            assert abs(r2 - (r0 - 0.5 * stall - 0.3 * loop)) < 1e-9
+            kinds["stall" if stall else "loop" if loop else "new"] += 1
+    assert all(kinds.values()), kinds  # every kind of turn occurred
+
+
+def test_negative_penalties_are_refused():
+    from trainer.config import load_config
+    from trainer.errors import ConfigError
+
+    for name in ("invalid_penalty", "stall_penalty", "revisit_penalty"):
+        with pytest.raises(ConfigError, match=f"rollout.{name} must be >= 0"):
+            load_config(None, [f"rollout.{name}=-0.1"])
+
+
 def test_behaviour_cloning_stops_at_its_time_budget(tiny_policy):
     """bc seconds (the BC-only control's budget): a budget of 0 stops after the first batch, mid-epoch;
     no budget runs every batch of every epoch."""

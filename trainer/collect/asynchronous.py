@@ -226,6 +226,7 @@ class AsyncCollection:
             worker = RolloutWorker(trainer.train_spec, tasks_per_batch=r.tasks_per_step, group_size=r.group_size,
                                    max_context_tokens=r.max_context_tokens, mode=r.mode,
                                    invalid_penalty=r.invalid_penalty, stall_penalty=r.stall_penalty,
+                                   revisit_penalty=r.revisit_penalty,
                                    fold_keep_turns=r.fold_keep_turns,
                                    sample_unit=trainer.sample_unit, turn_window=r.turn_window)
             policy = VersionedPolicy(self.board, _policy_maker(trainer), self._stop)

@@ -79,6 +79,12 @@ class RolloutConfig:
     """Subtracted from a training turn's reward when the episode goes on in the state it was in (its
     ``state_key`` unchanged: a maze's wall bump or ``look``); the larger of this and ``invalid_penalty`` applies.
     Unlike the invalid penalty alone it leaves no valid no-op as a safe haven. Training only, as above."""
+    revisit_penalty: float = 0.0
+    """Subtracted from a training turn's reward when the episode goes on in a state it was already in earlier
+    in the episode (its ``state_key`` seen before, the start and the state before the turn included: a maze
+    loop back to a visited room, and so also a stall); the largest of the three penalties applies. A
+    deterministic policy that repeats its choice in a room cycles, so this asks the policy to use its
+    history. Training only, as above."""
     dump: bool = False
     """Write every step's rollouts as chat-format records to ``out_dir/rollouts/step_<n>.jsonl``
     (:mod:`trainer.collect.rollout_dump`; export them with ``agentgym export --train-run``). Off: nothing is written."""
@@ -90,6 +96,8 @@ class RolloutConfig:
         require(self.source in ("envs", "gateway"), f"rollout.source must be 'envs' or 'gateway', got {self.source!r}")
         require(self.tasks_per_step >= 1, f"rollout.tasks_per_step must be >= 1, got {self.tasks_per_step}")
         require(self.group_size >= 2, f"rollout.group_size must be >= 2 for group-relative advantages, got {self.group_size}")
+        for name in ("invalid_penalty", "stall_penalty", "revisit_penalty"):
+            require(getattr(self, name) >= 0, f"rollout.{name} must be >= 0 (subtracted from rewards), got {getattr(self, name)}")
         require(self.fold_keep_turns >= 0, f"rollout.fold_keep_turns must be >= 0 (0: no folding), got {self.fold_keep_turns}")
         require(self.sample_unit in ("episode", "turn", "auto"),
                 f"rollout.sample_unit must be 'episode', 'turn' or 'auto', got {self.sample_unit!r}")
@@ -150,6 +158,8 @@ class RolloutWorker:
             (shaping for training only; ``won`` and evaluation are unaffected).
         stall_penalty: subtracted (instead, when larger) when an episode that goes on reports the
             ``state_key`` it had before the turn (no progress; also training-only shaping).
+        revisit_penalty: subtracted (instead, when larger) when an episode that goes on reports a
+            ``state_key`` it already had earlier in the episode (a loop; training-only shaping).
         fold_keep_turns: 0 ends an episode at the context budget; ``k`` > 0 folds its history to the last
             ``k`` turns instead (and ends it only if even that does not fit).
         sample_unit: ``"episode"``, ``"turn"`` or ``"auto"`` (resolved by probing the policy's template at the
@@ -158,13 +168,15 @@ class RolloutWorker:
     """
 
     def __init__(self, spec: PlaySpec, *, tasks_per_batch: int, group_size: int, max_context_tokens: int,
-                 mode: str = "thread", invalid_penalty: float = 0.0, stall_penalty: float = 0.0, fold_keep_turns: int = 0,
-                 sample_unit: str = "episode", turn_window: int = 4, ray_options: dict | None = None):
+                 mode: str = "thread", invalid_penalty: float = 0.0, stall_penalty: float = 0.0,
+                 revisit_penalty: float = 0.0, fold_keep_turns: int = 0, sample_unit: str = "episode",
+                 turn_window: int = 4, ray_options: dict | None = None):
         if sample_unit not in SAMPLE_UNITS or turn_window < 1:
             raise ValueError(f"expected sample_unit in {SAMPLE_UNITS} and turn_window >= 1, got {sample_unit!r} "
                              f"and {turn_window}")
         self.spec, self.group_size, self.max_context_tokens = spec, group_size, max_context_tokens
         self.invalid_penalty, self.stall_penalty, self.fold_keep_turns = invalid_penalty, stall_penalty, fold_keep_turns
+        self.revisit_penalty = revisit_penalty
         self.sample_unit, self.turn_window = sample_unit, turn_window
         self.venv = TextVectorEnv([spec.make] * (tasks_per_batch * group_size), mode=mode,
                                   group_size=group_size, autoreset=False, ray_options=ray_options)
@@ -223,8 +235,11 @@ class RolloutWorker:
                 if self.spec.tool_calling:  # whether each tool call executed, per turn (TAO filtering)
                     episodes[i].builder.trajectory.turn_valid.append(valid)
                 penalty = 0.0 if valid else self.invalid_penalty
-                if self.stall_penalty and not (terminated[i] or truncated[i]) and episodes[i].stalled(infos[i]):
-                    penalty = max(penalty, self.stall_penalty)
+                if not (terminated[i] or truncated[i]):
+                    if self.stall_penalty and episodes[i].stalled(infos[i]):
+                        penalty = max(penalty, self.stall_penalty)
+                    if self.revisit_penalty and episodes[i].revisited(infos[i]):
+                        penalty = max(penalty, self.revisit_penalty)
                 episodes[i].observe(observations[i], float(rewards[i]) - penalty, bool(terminated[i]), bool(truncated[i]),
                                     infos[i], budget=self.max_context_tokens - sampling.max_new_tokens,
                                     fold_keep_turns=self.fold_keep_turns)
@@ -256,6 +271,7 @@ class _Episode:
         self.history.start(observation, info)
         self.builder = TrajectoryBuilder(policy, self.history.messages(), task_index=task_index, group=group)
         self.state_key = str(info.get("state_key", ""))
+        self.visited = {self.state_key} - {""}  # every state_key of the episode so far (revisit_penalty)
         self.running = info.get("infra_error") is None
         self.trajectory: Trajectory | None = None
         self.window: int | None = None  # turns rendered in the current segment once folded (None: all)
@@ -272,6 +288,10 @@ class _Episode:
         key = str(info.get("state_key", ""))
         return bool(key) and key == self.state_key
 
+    def revisited(self, info: dict) -> bool:
+        """Whether the turn led to a state the episode was already in (the current one included)."""
+        return str(info.get("state_key", "")) in self.visited
+
     def observe(self, observation: str, reward: float, terminated: bool, truncated: bool, info: dict,
                 budget: int, fold_keep_turns: int = 0) -> None:
         self.builder.record_step(reward)
@@ -282,6 +302,8 @@ class _Episode:
         if terminated or truncated:
             return self._end("terminated" if terminated else "truncated", won)
         self.state_key = str(info.get("state_key", ""))
+        if self.state_key:
+            self.visited.add(self.state_key)
         if self.turn_window is not None:
             self._next_turn_prompt(self.turn_window, budget, fold_keep_turns)
         else:

@@ -245,6 +245,7 @@ class Trainer:
                                          max_context_tokens=r.max_context_tokens, mode=vector_mode(self.config),
                                          ray_options=ray_options(self.config),
                                          invalid_penalty=r.invalid_penalty, stall_penalty=r.stall_penalty,
+                                         revisit_penalty=r.revisit_penalty,
                                          fold_keep_turns=r.fold_keep_turns,
                                          sample_unit=self.sample_unit, turn_window=r.turn_window)
         sampling = SamplingConfig(temperature=r.temperature, top_p=r.top_p, max_new_tokens=r.max_new_tokens,

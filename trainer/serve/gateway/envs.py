@@ -21,13 +21,16 @@ class _EnvState:
     env: Any
     instruction: str | None
     rewards: list[float] = field(default_factory=list)
+    visited: set[str] = field(default_factory=set)  # the episode's state_keys so far (revisit_penalty)
 
 
 class EnvDriver:
     """Starts one env of ``spec`` per session (reset with the session's ``task_index`` and ``env_seed``) and steps it."""
 
-    def __init__(self, spec: PlaySpec, *, invalid_penalty: float = 0.0, stall_penalty: float = 0.0):
+    def __init__(self, spec: PlaySpec, *, invalid_penalty: float = 0.0, stall_penalty: float = 0.0,
+                 revisit_penalty: float = 0.0):
         self.spec, self.invalid_penalty, self.stall_penalty = spec, invalid_penalty, stall_penalty
+        self.revisit_penalty = revisit_penalty
 
     def start(self, session: Any) -> dict[str, Any]:
         """Reset the session's env; the first messages (and tools) of its chat for the ``POST /sessions`` answer."""
@@ -38,8 +41,8 @@ class EnvDriver:
         info = self.spec.start_info(info)
         history = self.spec.new_history()
         history.start(observation, info)
-        session.env = _EnvState(env, info.get("instruction"))
         meta["state_key"] = str(info.get("state_key", ""))
+        session.env = _EnvState(env, info.get("instruction"), visited={meta["state_key"]} - {""})
         chat = history.messages()
         return {"messages": [dict(m) for m in chat], "tools": getattr(chat, "tools", None)}
 
@@ -56,6 +59,10 @@ class EnvDriver:
         key = str(info.get("state_key", ""))
         if self.stall_penalty and key and key == session.meta.get("state_key") and not (terminated or truncated):
             penalty = max(penalty, self.stall_penalty)  # the same shaping as trainer.collect.rollout's stall_penalty
+        if self.revisit_penalty and key in state.visited and not (terminated or truncated):
+            penalty = max(penalty, self.revisit_penalty)  # ... and its revisit_penalty
+        if key:
+            state.visited.add(key)
         state.rewards.append(float(reward) - penalty)
         session.turn_valid.append(valid)
         session.meta["state_key"] = key

@@ -59,7 +59,7 @@ class GatewaySource:
                                max_held_tokens=g.max_held_tokens)
         sampling = SamplingConfig(temperature=r.temperature, top_p=r.top_p, max_new_tokens=r.max_new_tokens)
         envs = EnvDriver(trainer.train_spec, invalid_penalty=r.invalid_penalty,
-                         stall_penalty=r.stall_penalty) if g.env_driven else None
+                         stall_penalty=r.stall_penalty, revisit_penalty=r.revisit_penalty) if g.env_driven else None
         self.server = GatewayServer(trainer.sampling_policy(), model_name=g.model_name, host=g.host, port=g.port,
                                     limits=limits, sampling=sampling, envs=envs, on_finish=self._finished, seed=c.seed,
                                     max_batch=g.max_batch)
