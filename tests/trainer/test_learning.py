@@ -105,17 +105,13 @@ def test_invalid_penalty_shapes_training_rewards_only(tiny_policy):
     assert [t.won for t in plain] == [t.won for t in shaped]
 
 
-def test_stall_penalty_costs_the_turns_that_left_the_state_unchanged(tiny_policy):
-    """rollout.stall_penalty: on mazes, a wall bump or ``look`` (the room's state_key unchanged, the episode
-    going on) costs the penalty, a move costs nothing; with an invalid penalty too, the larger applies once."""
+def _scripted_runs(tiny_policy, spec, commands, settings):
+    """One batch (2 tasks × G 4) per ``settings`` (RolloutWorker penalty kwargs), played by a scripted player
+    cycling through ``commands`` the same way every time, so the runs differ only in their rewards."""
     from agentgym_envs.policies import Completion, SamplingConfig
-    from trainer.collect.episodes import PlaySpec
     from trainer.collect.rollout import RolloutWorker
 
-    spec = PlaySpec("agentgym/Maze-Easy-v0", {"size": 3}, max_turns=6, system_prompt="")
     sampling = SamplingConfig(temperature=1.0, max_new_tokens=6, seed=3)
-    commands = ["go north", "go east", "look", "go south", "go west"]  # a scripted player: moves, bumps, looks
-
     calls = []
 
     def scripted(prompts, *, sampling, seeds=None):
@@ -126,16 +122,26 @@ def test_stall_penalty_costs_the_turns_that_left_the_state_unchanged(tiny_policy
 
     tiny_policy.generate = scripted
     runs = []
-    for invalid, stall in ((0.0, 0.0), (0.0, 0.5), (0.2, 0.5)):
+    for kwargs in settings:
         calls.clear()
-        worker = RolloutWorker(spec, tasks_per_batch=2, group_size=4, max_context_tokens=2048,
-                               invalid_penalty=invalid, stall_penalty=stall)
+        worker = RolloutWorker(spec, tasks_per_batch=2, group_size=4, max_context_tokens=2048, **kwargs)
         try:
             runs.append(worker.collect(tiny_policy, [0, 1], sampling=sampling, seed=0)[0])
         finally:
             worker.close()
-    plain, stalled, both = runs
-    assert [t.token_ids for t in plain] == [t.token_ids for t in stalled] == [t.token_ids for t in both]
+    assert len({tuple(tuple(t.token_ids) for t in run) for run in runs}) == 1  # the same play in every run
+    return runs
+
+
+def test_stall_penalty_costs_the_turns_that_left_the_state_unchanged(tiny_policy):
+    """rollout.stall_penalty: on mazes, a wall bump or ``look`` (the room's state_key unchanged, the episode
+    going on) costs the penalty, a move costs nothing; with an invalid penalty too, the larger applies once."""
+    from trainer.collect.episodes import PlaySpec
+
+    spec = PlaySpec("agentgym/Maze-Easy-v0", {"size": 3}, max_turns=6, system_prompt="")
+    commands = ["go north", "go east", "look", "go south", "go west"]  # a scripted player: moves, bumps, looks
+    settings = [dict(invalid_penalty=i, stall_penalty=st) for i, st in ((0.0, 0.0), (0.0, 0.5), (0.2, 0.5))]
+    plain, stalled, both = _scripted_runs(tiny_policy, spec, commands, settings)
     costs = {0: 0, 1: 0}
     for p, s, b in zip(plain, stalled, both):
         for k, (r0, r1, r2) in enumerate(zip(p.rewards[:-1], s.rewards, b.rewards)):  # the next turn's room known
@@ -149,33 +155,12 @@ def test_revisit_penalty_costs_the_turns_that_return_to_a_visited_state(tiny_pol
     """rollout.revisit_penalty: on mazes, a turn that leads (the episode going on) into a room the episode was
     already in, the start and the current room included, costs the penalty; a move into a new room costs
     nothing; with a larger stall penalty too, a stall costs that one, a loop back the revisit penalty."""
-    from agentgym_envs.policies import Completion, SamplingConfig
     from trainer.collect.episodes import PlaySpec
-    from trainer.collect.rollout import RolloutWorker
 
     spec = PlaySpec("agentgym/Maze-Easy-v0", {"size": 3}, max_turns=8, system_prompt="")
-    sampling = SamplingConfig(temperature=1.0, max_new_tokens=6, seed=3)
     commands = ["go north", "go south", "go east", "go west", "look", "go west", "go east"]  # there and back
-    calls = []
-
-    def scripted(prompts, *, sampling, seeds=None):
-        calls.append(1)
-        texts = [commands[(len(calls) + row) % len(commands)] for row in range(len(prompts))]
-        return [Completion(t, ids := tiny_policy.encode(t) + [tiny_policy.tokenizer.eos_token_id], [0.0] * len(ids), "stop")
-                for t in texts]
-
-    tiny_policy.generate = scripted
-    runs = []
-    for stall, revisit in ((0.0, 0.0), (0.0, 0.3), (0.5, 0.3)):
-        calls.clear()
-        worker = RolloutWorker(spec, tasks_per_batch=2, group_size=4, max_context_tokens=2048,
-                               stall_penalty=stall, revisit_penalty=revisit)
-        try:
-            runs.append(worker.collect(tiny_policy, [0, 1], sampling=sampling, seed=0)[0])
-        finally:
-            worker.close()
-    plain, looped, both = runs
-    assert [t.token_ids for t in plain] == [t.token_ids for t in looped] == [t.token_ids for t in both]
+    settings = [dict(stall_penalty=st, revisit_penalty=r) for st, r in ((0.0, 0.0), (0.0, 0.3), (0.5, 0.3))]
+    plain, looped, both = _scripted_runs(tiny_policy, spec, commands, settings)
     kinds = {"new": 0, "stall": 0, "loop": 0}
     for p, r, b in zip(plain, looped, both):
         for k, (r0, r1, r2) in enumerate(zip(p.rewards[:-1], r.rewards, b.rewards)):  # the next turn's room known
