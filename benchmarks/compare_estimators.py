@@ -52,7 +52,7 @@ ESTIMATOR_OVERRIDES: dict[str, list[str]] = {
 
 # Shared by every run: the tiny policy, sampled RL at T = 1, zero-variance groups kept so every estimator sees
 # the same batch (and the step-level estimators keep the signal of groups whose returns are all equal).
-# one torch thread per run (the quickstart uses every core; here --jobs runs share them), as the figures were made
+# one torch thread per run (as the quickstart; here --jobs runs share the cores), as the figures were made
 COMMON = ["progress=false", "checkpoint_every=0", "rollout.temperature=1.0", "algorithm.filter_zero_variance=false",
           "policy.threads=1"]
 

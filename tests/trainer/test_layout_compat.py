@@ -18,14 +18,18 @@ CONFIGS = Path(__file__).resolve().parents[2] / "trainer" / "configs"
 BEFORE = json.loads((FIXTURES / "configs_before_layout.json").read_text())
 #: Settings added since the move, at their defaults: every config written before resolves to these.
 ADDED = {"rollout": {"revisit_penalty": 0.0}}
+#: Shipped settings changed on purpose since the move (issue 33: the quickstart runs on one torch thread).
+CHANGED = {"quickstart.yaml": {"policy": {"threads": 1}}}
 #: The run that wrote fixtures/pre_layout_checkpoint (besides the tiny test overrides and out_dir).
 RUN = ["steps=1", "checkpoint_every=1", "rollout.tasks_per_step=2", "rollout.group_size=2", "eval.num_tasks=2", "seed=3"]
 
 
 def _before(name: str) -> dict:
-    """The fixture's resolved config ``name`` plus the settings :data:`ADDED` since, at their defaults."""
-    return {section: {**values, **ADDED.get(section, {})} if isinstance(values, dict) else values
-            for section, values in BEFORE[name].items()}
+    """The fixture's resolved config ``name`` plus the settings :data:`ADDED` since, at their defaults, and
+    those :data:`CHANGED` in that file."""
+    changed = CHANGED.get(name, {})
+    return {section: {**values, **ADDED.get(section, {}), **changed.get(section, {})} if isinstance(values, dict)
+            else values for section, values in BEFORE[name].items()}
 
 
 def test_every_shipped_config_resolves_as_before_the_move():

@@ -10,7 +10,7 @@ May import: errors, seeding, collect, learn, models, serve, run, config, recipes
 #: name -> (module with add_arguments(parser) and run(args) -> int, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("trainer.cli.train", "train a policy with RL from a YAML config and key=value overrides"),
-    "quickstart": ("trainer.cli.quickstart", "warm the tiny policy up by behaviour cloning, train it with RL (GiGPO) on seeded 3x3 mazes, report held-out success before/after and of a BC-only control (CPU, about 6 minutes; --model for a pretrained model)"),
+    "quickstart": ("trainer.cli.quickstart", "warm the tiny policy up by behaviour cloning, train it with RL (GiGPO) on seeded 3x3 mazes, report held-out success before/after and of a BC-only control (CPU, one thread, about 7 minutes; --model for a pretrained model)"),
     "gateway": ("trainer.cli.gateway", "serve the trajectory-capturing gateway: OpenAI API per session, exact tokens recorded"),
     "plot": ("trainer.cli.plot", "draw a run's training curves (or several runs overlaid) to PNGs and an HTML page"),
     "configs": ("trainer.cli.configs", "list the training recipes the package ships, or copy one to edit (`configs copy NAME DEST`)"),
