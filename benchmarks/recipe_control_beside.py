@@ -20,13 +20,8 @@ import re
 import time
 from pathlib import Path
 
-import trainer.run.loop as loop
 from trainer.cli.quickstart import held_out, quickstart_config
 from trainer.run.loop import Trainer
-
-
-class _Enough(Exception):
-    """Raised from the cloning loop's batch callback once the control has had RL's wall time."""
 
 
 def rl_seconds(log: Path) -> int | None:
@@ -51,27 +46,19 @@ def main() -> None:
     trainer = Trainer(quickstart_config(str(args.out_dir), args.overrides, args.model))
     try:
         say(f"warm-up done: {trainer.warm_up()}")
-        clone, state = loop.behaviour_clone, {"t0": 0.0, "losses": []}
+        losses: list[float] = []
 
-        def until_rl_time(*a, **k):
-            def on_batch(loss: float) -> None:
-                state["losses"].append(loss)
-                budget = rl_seconds(args.rl_log)
-                if budget is not None and time.perf_counter() - state["t0"] >= budget:
-                    raise _Enough
-            state["t0"] = time.perf_counter()
-            return clone(*a, on_batch=on_batch, **k)
+        def until_rl_time(loss: float) -> bool:
+            losses.append(loss)
+            budget = rl_seconds(args.rl_log)
+            return budget is not None and time.perf_counter() - t0 >= budget
 
-        loop.behaviour_clone = until_rl_time
         say("BC-only control: cloning until the RL run's wall time is known and reached")
-        try:
-            trainer.warm_up(epochs=10**6, seconds=10**7)
-        except _Enough:
-            pass
-        finally:
-            loop.behaviour_clone = clone
-        trainer.weights_changed()
-        cloned, losses = time.perf_counter() - state["t0"], state["losses"]
+        t0 = time.perf_counter()  # includes re-playing the expert episodes (seconds) before the first batch
+        trainer.warm_up(epochs=10**6, on_batch=until_rl_time)
+        cloned = time.perf_counter() - t0
+        if not losses:
+            raise SystemExit("no expert episode was won, so there was nothing to clone (raise bc.episodes or env.max_turns)")
         say(f"control done: {cloned:.0f} s cloned (RL {rl_seconds(args.rl_log)} s), {len(losses)} batches, "
             f"loss {losses[0]:.4g} -> {losses[-1]:.4g}")
         control = held_out(trainer)

@@ -184,7 +184,7 @@ def test_negative_penalties_are_refused():
 
 def test_behaviour_cloning_stops_at_its_time_budget(tiny_policy):
     """bc seconds (the BC-only control's budget): a budget of 0 stops after the first batch, mid-epoch;
-    no budget runs every batch of every epoch."""
+    no budget runs every batch of every epoch; ``on_batch`` returning true stops after that batch."""
     from trainer.learn.bc import behaviour_clone, expert_trajectories
     from trainer.collect.episodes import PlaySpec
 
@@ -196,6 +196,10 @@ def test_behaviour_cloning_stops_at_its_time_budget(tiny_policy):
     seen.clear()
     behaviour_clone(tiny_policy, data, epochs=3, batch_size=1, lr=1e-3, seed=0, on_batch=seen.append)
     assert len(seen) == 3 * len(data) == 12
+    seen.clear()
+    result = behaviour_clone(tiny_policy, data, epochs=3, batch_size=1, lr=1e-3, seed=0,
+                             on_batch=lambda loss: seen.append(loss) or len(seen) == 5)
+    assert len(seen) == 5 and result.last_loss == seen[-1]
 
 
 def test_length_grouped_bc_batches_cover_each_row_once_with_less_padding():

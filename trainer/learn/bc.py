@@ -233,7 +233,8 @@ def behaviour_clone(policy: HFPolicy, trajectories: Sequence[Trajectory], *, epo
     ``group_by_length``: batches of similar length, :func:`epoch_batches`).
 
     ``seconds``: stop after the first batch that ends this long after the start, even mid-epoch (the
-    quickstart's BC-only control clones for as long as RL trained); ``None`` runs every epoch."""
+    quickstart's BC-only control clones for as long as RL trained); ``None`` runs every epoch.
+    ``on_batch(loss)`` is called after each batch; a true return stops there too (a budget known only later)."""
     deadline = None if seconds is None else time.perf_counter() + seconds
     model = policy.model
     model.train()
@@ -253,8 +254,7 @@ def behaviour_clone(policy: HFPolicy, trajectories: Sequence[Trajectory], *, epo
             torch.nn.utils.clip_grad_norm_(params, 1.0)
             optimizer.step()
             losses.append(float(loss.detach()))
-            if on_batch is not None:
-                on_batch(losses[-1])
-            if deadline is not None and time.perf_counter() >= deadline:
+            stop = on_batch is not None and on_batch(losses[-1])
+            if stop or (deadline is not None and time.perf_counter() >= deadline):
                 return BCResult(len(trajectories), losses[0], losses[-1])
     return BCResult(len(trajectories), losses[0] if losses else float("nan"), losses[-1] if losses else float("nan"))

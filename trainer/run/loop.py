@@ -186,11 +186,13 @@ class Trainer:
         return ref
 
     # ----------------------------------------------------------------- phases
-    def warm_up(self, *, epochs: int | None = None, seconds: float | None = None) -> dict[str, float]:
+    def warm_up(self, *, epochs: int | None = None, seconds: float | None = None,
+                on_batch: Any = None) -> dict[str, float]:
         """Behaviour cloning from the scripted expert on ``bc.episodes`` train tasks (once per run).
 
         ``epochs`` / ``seconds`` override ``bc.epochs`` and bound the cloning time: the quickstart's BC-only
-        control re-runs the warm-up's data for as long as RL took (:func:`trainer.learn.bc.behaviour_clone`)."""
+        control re-runs the warm-up's data for as long as RL took; ``on_batch(loss)`` sees each batch's loss
+        and stops cloning by returning true (:func:`trainer.learn.bc.behaviour_clone`)."""
         bc = self.config.bc
         probe = self.train_spec.make()
         try:
@@ -210,7 +212,7 @@ class Trainer:
             self.rollout_policy.sleep()
         result = behaviour_clone(self.policy, data, epochs=epochs or bc.epochs, batch_size=bc.batch_size, lr=bc.lr,
                                  seed=derive_seed(self.config.seed, _BC, 1), kernel_backend=self.config.loss.kernel_backend,
-                                 seconds=seconds, group_by_length=bc.group_by_length)
+                                 seconds=seconds, group_by_length=bc.group_by_length, on_batch=on_batch)
         self.bc_done = True
         self.weights_changed()
         return {"bc_trajectories": result.trajectories, "bc_first_loss": result.first_loss, "bc_last_loss": result.last_loss}
