@@ -17,7 +17,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 CONFIGS = Path(__file__).resolve().parents[2] / "trainer" / "configs"
 BEFORE = json.loads((FIXTURES / "configs_before_layout.json").read_text())
 #: Settings added since the move, at their defaults: every config written before resolves to these.
-ADDED = {"rollout": {"revisit_penalty": 0.0}}
+ADDED = {"rollout": {"revisit_penalty": 0.0}, "optim": {"shared_prefix": True}}
 #: Shipped settings changed on purpose since the move (issue 33: the quickstart runs on one torch thread).
 CHANGED = {"quickstart.yaml": {"policy": {"threads": 1}}}
 #: The run that wrote fixtures/pre_layout_checkpoint (besides the tiny test overrides and out_dir).

@@ -210,7 +210,8 @@ def test_config_checks_the_new_keys():
 # --- the trainer ---------------------------------------------------------------------------------------------
 
 RUN = ["env.max_turns=3", "rollout.tasks_per_step=3", "rollout.group_size=2", "rollout.max_new_tokens=6",
-       "algorithm.filter_zero_variance=false", "loss.kl_coef=0.05", "loss.entropy_coef=0.01"]
+       "algorithm.filter_zero_variance=false", "loss.kl_coef=0.05", "loss.entropy_coef=0.01",
+       "optim.shared_prefix=false"]  # budget 0 is one forward; the test below turns sharing on where it compares
 OPTIONS = {
     "gspo": {"policy_loss": "gspo", "gspo_clip_low": 0.01, "gspo_clip_high": 0.01},
     "cispo": {"policy_loss": "cispo", "clip_low": 0.05, "clip_high": 0.05},
@@ -261,22 +262,28 @@ def _gradients(trainer, kept, advantages, budget):
 
 
 @pytest.mark.parametrize("option", list(OPTIONS))
-def test_four_micro_batches_give_the_one_forward_gradient(batch, option):
+def test_four_micro_batches_and_shared_prefixes_give_the_one_forward_gradient(batch, option):
     trainer, kept, advantages = batch
     _set(trainer, option)
     try:
         n1, m1, g1 = _gradients(trainer, kept, advantages, 0)
         n4, m4, g4 = _gradients(trainer, kept, advantages, budget_for(kept, 4))
+        trainer.config.optim.shared_prefix = True  # one forward per group, its first prompt run once
+        ns, ms, gs = _gradients(trainer, kept, advantages, 0)
+        trainer.config.optim.shared_prefix = False
         _set(trainer, "default")
         _, m0, g0 = _gradients(trainer, kept, advantages, 0)
     finally:
         _set(trainer, "default")
-    assert (n1, n4) == (1, 4)
+        trainer.config.optim.shared_prefix = False
+    assert (n1, n4, ns) == (1, 4, 3)
     assert max(float((g1[n] - g4[n]).abs().max()) for n in g1) <= 1e-5
+    assert max(float((g1[n] - gs[n]).abs().max()) for n in g1) <= 1e-5
     assert max(float((g1[n] - g0[n]).abs().max()) for n in g1) > 1e-4  # the option changed the gradient
     for key in ("loss", "pg_loss", "clip_fraction", "kl_ref", "entropy", "train_tokens", "echo_loss"):
         if key in m1:
             assert m4[key] == pytest.approx(m1[key], rel=1e-5, abs=1e-6), key
+            assert ms[key] == pytest.approx(m1[key], rel=1e-5, abs=1e-6), key
     if option == "echo":
         assert m1["echo_loss"] > 0 and m1["loss"] == pytest.approx(m0["loss"] + 0.5 * m1["echo_loss"], rel=1e-5)
     if option.startswith("mis"):

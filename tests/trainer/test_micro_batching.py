@@ -12,7 +12,7 @@ from trainer.learn.update import accumulate_gradients, micro_batches, minibatch_
 
 RUN = ["env.max_turns=3", "rollout.tasks_per_step=3", "rollout.group_size=2", "rollout.max_new_tokens=6",
        "algorithm.filter_zero_variance=false", "loss.kl_coef=0.05", "loss.entropy_coef=0.01",
-       "loss.clip_low=0.05", "loss.clip_high=0.05"]
+       "loss.clip_low=0.05", "loss.clip_high=0.05", "optim.shared_prefix=false"]  # one forward per budget 0
 SHARE_METRICS = ("loss", "pg_loss", "clip_fraction", "approx_kl_old", "kl_ref", "entropy", "value_loss",
                  "logprob_gap_mean", "logprob_gap_max", "train_tokens")
 

@@ -92,6 +92,32 @@ def test_chunked_logprobs_equal_transformers_log_softmax(family, loaded):
     assert (ours[:, 1:][~scored] == 0).all()
 
 
+@pytest.mark.parametrize("family", FAMILIES)
+def test_a_shared_prefix_scores_as_the_full_forward(family, loaded):
+    """trainer/learn/shared_prefix.py on each architecture: rows sharing 40 ids score as one forward each;
+    Gemma's sliding-window cache (window 32) cannot be expanded, so it falls back to the full forward."""
+    model, tokenizer = loaded[family]
+    ids = torch.randint(0, len(tokenizer), (3, 80), generator=torch.Generator().manual_seed(1))
+    ids[1:, :40] = ids[0, :40]
+    attention = torch.ones_like(ids)
+    attention[2, 61:] = 0
+    loss_mask = attention.clone()
+    loss_mask[:, :40] = 0
+    seen: list[int] = []
+    hook = model.get_decoder().register_forward_pre_hook(
+        lambda _m, args, kwargs: seen.append(int(kwargs["input_ids"].numel())), with_kwargs=True)
+    try:
+        with torch.no_grad():
+            scores = [token_logprobs(model, PackedBatch(ids, attention, loss_mask, torch.zeros(3, 80),
+                                                        torch.zeros(3, 80), shared_prefix=shared), backend="torch")[0]
+                      for shared in (0, 40)]
+    finally:
+        hook.remove()
+    assert float((scores[0] - scores[1]).abs().max()) < 1e-5 and float(scores[0].abs().sum()) > 1.0
+    fallback = family == "gemma"
+    assert seen == [240, 40, 240] if fallback else seen == [240, 40, 120]
+
+
 def test_softcapped_logits_are_refused_not_scored_wrongly(loaded):
     model, _ = loaded["gemma"]
     model.config.final_logit_softcapping = 30.0  # Gemma 2's: the chunked path cannot apply it

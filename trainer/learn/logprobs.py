@@ -15,6 +15,7 @@ import torch
 
 from ..collect.trajectory import Trajectory
 from .kernels import linear_logprob_entropy
+from .shared_prefix import common_prefix, decoder_hidden
 
 
 @dataclass
@@ -34,6 +35,9 @@ class PackedBatch:
     """(B, T) the rollout correction's TIS weights (``loss.rollout_correction=tis_*``), else None."""
     observed: torch.Tensor | None = None
     """(B, T) bool: ECHO's observation tokens (:func:`trainer.learn.loss.observation_mask`), else None."""
+    shared_prefix: int = 0
+    """Leading ids every row has in common, run through the decoder once (:mod:`trainer.learn.shared_prefix`);
+    0: one full forward."""
 
     @property
     def num_tokens(self) -> int:
@@ -41,8 +45,10 @@ class PackedBatch:
 
 
 def pack(trajectories: Sequence[Trajectory], pad_id: int, advantages: Sequence[Sequence[float]] | None = None,
-         device: torch.device | str = "cpu", value_targets: Sequence[Sequence[float]] | None = None) -> PackedBatch:
-    """Right-pad every per-token list of ``trajectories`` (and per-token ``advantages``) to one length."""
+         device: torch.device | str = "cpu", value_targets: Sequence[Sequence[float]] | None = None, *,
+         share_prefix: bool = False) -> PackedBatch:
+    """Right-pad every per-token list of ``trajectories`` (and per-token ``advantages``) to one length; with
+    ``share_prefix``, mark the rows' common leading ids to be run once (:mod:`trainer.learn.shared_prefix`)."""
     T = max(len(t.token_ids) for t in trajectories)
 
     def padded(rows: Sequence[Sequence[Any]], value, dtype) -> torch.Tensor:
@@ -52,13 +58,15 @@ def pack(trajectories: Sequence[Trajectory], pad_id: int, advantages: Sequence[S
         return out.to(device)
 
     advantages = advantages if advantages is not None else [[0.0] * len(t.token_ids) for t in trajectories]
+    input_ids = padded([t.token_ids for t in trajectories], pad_id, torch.long)
     return PackedBatch(
-        input_ids=padded([t.token_ids for t in trajectories], pad_id, torch.long),
+        input_ids=input_ids,
         attention_mask=padded([[1] * len(t.token_ids) for t in trajectories], 0, torch.long),
         loss_mask=padded([t.loss_mask for t in trajectories], 0, torch.long),
         sampling_logprobs=padded([t.sampling_logprobs for t in trajectories], 0.0, torch.float32),
         advantages=padded(advantages, 0.0, torch.float32),
         value_targets=None if value_targets is None else padded(value_targets, float("nan"), torch.float32),
+        shared_prefix=common_prefix(input_ids, [len(t.token_ids) for t in trajectories]) if share_prefix else 0,
     )
 
 
@@ -83,9 +91,8 @@ def token_logprobs(model: Any, batch: PackedBatch, *, temperature: float = 1.0, 
     temperature 1 (the model's own likelihood) come last, from the same hidden states and kernel.
     """
     decoder, _ = output_layer(model)
-    # no KV cache: nothing decodes after this forward (and HF's gradient checkpointing refuses one)
-    hidden = decoder(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
-                     use_cache=False).last_hidden_state  # (B, T, H)
+    # no KV cache kept: nothing decodes after this forward (a shared prefix's cache lives for this call only)
+    hidden = decoder_hidden(decoder, batch.input_ids, batch.attention_mask, batch.shared_prefix)  # (B, T, H)
     weight = output_layer(model)[1]  # read after the forward: under FSDP2 it gathers the projection (trainer/run/distributed.py)
     b, t = batch.loss_mask[:, 1:].nonzero(as_tuple=True)  # hidden at t predicts token t + 1
     logprobs, entropies = linear_logprob_entropy(hidden[b, t], weight, batch.input_ids[b, t + 1],

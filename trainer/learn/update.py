@@ -80,6 +80,11 @@ class OptimConfig:
     minibatch's in one forward (:mod:`trainer.learn.update`). ``auto``: sized to the device's memory and the model
     (:func:`trainer.run.defaults.auto_micro_batch_tokens`; one forward when the largest possible minibatch fits; a
     135 M model on 24 GiB gets about 1,900, where one forward of a turn-mode batch was OOM-killed)."""
+    shared_prefix: bool = True
+    """Run the prefix a micro-batch's rows share (a group's first prompt) through the decoder once
+    (:mod:`trainer.learn.shared_prefix`; same log-probs up to float rounding); micro-batches then hold one
+    group's rows and count the prefix once against ``micro_batch_tokens``. Only in one process without
+    gradient checkpointing; ``false``: every row's full forward, packed across groups."""
 
     def __post_init__(self) -> None:
         require(self.name in ("adamw", "sgd"), f"optim.name must be 'adamw' or 'sgd', got {self.name!r}")
@@ -102,22 +107,48 @@ def minibatch_split(num: int, minibatches: int, *, epoch: int, seed: int, step: 
     return [order[i::minibatches].tolist() for i in range(minibatches)]
 
 
-def micro_batches(lengths: Sequence[int], budget: int) -> list[list[int]]:
+def micro_batches(lengths: Sequence[int], budget: int, prefixes: Sequence[tuple[Any, int]] | None = None
+                  ) -> list[list[int]]:
     """Row indices of each forward: rows sorted by length (longest first) packed greedily so that
     ``rows × longest`` stays ≤ ``budget``; a row longer than the budget goes alone. ``budget`` 0: one forward.
 
+    With ``prefixes`` (per row, a key and how many leading ids rows of that key share, e.g. a group's first
+    prompt) a forward holds one key's rows, the keys in order of first appearance, and costs
+    ``shared + rows × (longest - shared)``: the shared ids run once (:mod:`trainer.learn.shared_prefix`).
+
     >>> micro_batches([3, 5, 2, 4], 8)
     [[1], [3, 0], [2]]
+    >>> micro_batches([6, 5, 6, 5], 12, prefixes=[("a", 4), ("b", 4), ("a", 4), ("b", 4)])
+    [[0, 2], [1, 3]]
     """
-    if budget <= 0:
+    if prefixes is None:
+        prefixes = [(None, 0)] * len(lengths)
+    first = {key: n for n, key in enumerate(dict.fromkeys(key for key, _ in prefixes))}
+    order = sorted(range(len(lengths)), key=lambda i: (first[prefixes[i][0]], -lengths[i]))  # stable
+    if budget <= 0 and prefixes[0][0] is None:
         return [list(range(len(lengths)))]
     groups: list[list[int]] = []
-    for i in sorted(range(len(lengths)), key=lambda i: -lengths[i]):  # stable: ties keep row order
-        if groups and (len(groups[-1]) + 1) * lengths[groups[-1][0]] <= budget:
-            groups[-1].append(i)
-        else:
-            groups.append([i])
+    for i in order:
+        if groups and prefixes[groups[-1][0]][0] == prefixes[i][0]:
+            head = groups[-1][0]
+            shared = min(prefixes[head][1], lengths[i])
+            if budget <= 0 or shared + (len(groups[-1]) + 1) * (lengths[head] - shared) <= budget:
+                groups[-1].append(i)
+                continue
+        groups.append([i])
     return groups
+
+
+def shares_prefixes(trainer: Any) -> bool:
+    """Whether this trainer's forwards may run a shared prefix once (``optim.shared_prefix``, one process,
+    no gradient checkpointing: :mod:`trainer.learn.shared_prefix`)."""
+    c = trainer.config
+    return bool(c.optim.shared_prefix) and not trainer.world.active and not c.policy.gradient_checkpointing
+
+
+def row_prefixes(segments: Sequence[Trajectory]) -> list[tuple[Any, int]]:
+    """Each row's prefix key (its first prompt's ids) and that prompt's length, for :func:`micro_batches`."""
+    return [(tuple(s.token_ids[:s.prompt_length]), s.prompt_length) for s in segments]
 
 
 def rl_update(trainer: Any, trajectories: list[Trajectory], advantages: list[list[float]]) -> dict[str, float]:
@@ -167,12 +198,15 @@ def pack_minibatch(trainer: Any, trajectories: list[Trajectory], advantages: lis
     rows = [(s, i, j) for i in chunk for j, s in enumerate(trajectories[i].segments)]
     if not rows:  # a rank with fewer trajectories than minibatches (its forwards are padding)
         return []
+    share = shares_prefixes(trainer)
     out = []
-    for group in micro_batches([len(s.token_ids) for s, _, _ in rows], trainer.config.optim.micro_batch_tokens):
+    for group in micro_batches([len(s.token_ids) for s, _, _ in rows], trainer.config.optim.micro_batch_tokens,
+                               row_prefixes([s for s, _, _ in rows]) if share else None):
         part = [rows[r] for r in group]
         batch = pack([s for s, _, _ in part], trainer.policy.pad_id,
                      [token_advantages(s, advantages[i]) for s, i, _ in part], device=trainer.device,
-                     value_targets=None if returns is None else [dense_value_targets(s, returns[i]) for s, i, _ in part])
+                     value_targets=None if returns is None else [dense_value_targets(s, returns[i]) for s, i, _ in part],
+                     share_prefix=share)
         out.append(_with_loss_extras(trainer.config, batch, None if old is None else [old[i, j] for _, i, j in part]))
     return out
 
@@ -199,11 +233,13 @@ def old_logprobs(trainer: Any, trajectories: list[Trajectory]) -> tuple[OldLogpr
     ``World.update_metrics``): mean ``|π_old - π_sampler|`` gap, mean TIS weight, kept fraction (MIS)."""
     c = trainer.config
     rows = [(k, j, s) for k, t in enumerate(trajectories) for j, s in enumerate(t.segments)]
-    groups = micro_batches([len(s.token_ids) for _, _, s in rows], c.optim.micro_batch_tokens) if rows else []
+    share = shares_prefixes(trainer)
+    groups = micro_batches([len(s.token_ids) for _, _, s in rows], c.optim.micro_batch_tokens,
+                           row_prefixes([s for _, _, s in rows]) if share else None) if rows else []
     old: OldLogprobs = {}
     sums = torch.zeros(4, dtype=torch.float64)  # tokens, |gap|, weight, kept
     for group in groups:
-        batch = pack([rows[r][2] for r in group], trainer.policy.pad_id, device=trainer.device)
+        batch = pack([rows[r][2] for r in group], trainer.policy.pad_id, device=trainer.device, share_prefix=share)
         logp, _ = token_logprobs(trainer.model, batch, temperature=c.rollout.temperature or 1.0, backend=c.loss.kernel_backend)
         for b, r in enumerate(group):
             k, j, segment = rows[r]

@@ -47,6 +47,7 @@ REQUIRED = {"model": dict, "config": dict}
 #: tiny artifacts are cached, ``resume`` itself, and how the ranks run (``distributed.*``: a checkpoint is the same
 #: at every world size and strategy). Every other key must match the checkpoint's.
 RESUME_MAY_DIFFER = frozenset({"steps", "out_dir", "checkpoint_every", "checkpoint_last", "optim.micro_batch_tokens",
+                               "optim.shared_prefix",
                                "progress", "tensorboard", "eval.every", "rollout.dump",
                                "policy.cache_dir", "resume", "distributed.strategy", "distributed.backend",
                                "distributed.timeout_minutes", "wandb.enabled", "wandb.project", "wandb.name",
