@@ -52,7 +52,7 @@ def decoder_hidden(decoder: Any, input_ids: torch.Tensor, attention_mask: torch.
     B, T = input_ids.shape
     prefix = decoder(input_ids=input_ids[:1, :shared], use_cache=True)
     # a ModelOutput (a dict): transformers >= 5.2x calls the cache ``cache``, older releases ``past_key_values``
-    layers = plain_layers(prefix.get("cache", prefix.get("past_key_values")))
+    layers = plain_layers(prefix["cache"] if "cache" in prefix else prefix.get("past_key_values"))
     if layers is None:  # sliding-window, linear-attention or quantised cache: not expandable this way
         return decoder(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).last_hidden_state
     expanded = DynamicCache(ddp_cache_data=[(layer.keys.expand(B, -1, -1, -1), layer.values.expand(B, -1, -1, -1))
