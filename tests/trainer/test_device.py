@@ -1,6 +1,10 @@
 """``policy.device``, ``policy.dtype``, ``policy.gradient_checkpointing`` and the Triton dispatch (issue 17 §4)."""
 
 import copy
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -14,7 +18,8 @@ from trainer import Trainer, fit
 from trainer.learn.update import accumulate_gradients, pack_minibatch
 
 RUN = ["env.max_turns=2", "rollout.tasks_per_step=2", "rollout.group_size=2", "rollout.max_new_tokens=6",
-       "algorithm.filter_zero_variance=false", "loss.entropy_coef=0.01"]
+       "algorithm.filter_zero_variance=false", "loss.entropy_coef=0.01",
+       "optim.shared_prefix=false"]  # one forward per batch: the checkpointing test counts a layer's calls
 
 
 def test_auto_device_is_cuda_when_present_and_the_local_rank_under_torchrun():
@@ -196,3 +201,33 @@ def test_policy_threads_zero_means_every_core_this_process_may_use():
         assert cpu_threads(0) == 1
     finally:
         os.sched_setaffinity(0, allowed)
+
+
+_FREED = """
+import sys, torch
+from trainer.models.device import return_freed_memory
+def rss(): return int(open('/proc/self/statm').read().split()[1]) * 4096
+print(return_freed_memory() if sys.argv[1] == "set" else False)
+x = torch.empty(20 << 20, dtype=torch.uint8); x.fill_(1); del x  # a large free raises glibc's own threshold
+before, keep, big = rss(), [], []
+for _ in range(50):  # 4 MiB activations freed under a small tensor that stays: the heap cannot shrink
+    big.append(torch.ones(4 << 20, dtype=torch.uint8)); keep.append(torch.ones(1024, dtype=torch.uint8))
+del big
+print((rss() - before) >> 20)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt; a no-op elsewhere")
+def test_freed_activations_leave_the_process_once_the_trainer_sets_the_threshold(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "MALLOC_MMAP_THRESHOLD_"}
+    kept = {}
+    for mode in ("set", "default"):
+        out = subprocess.run([sys.executable, "-c", _FREED, mode], capture_output=True, text=True, env=env,
+                             cwd=Path(__file__).resolve().parents[2], timeout=120, check=True).stdout.split()
+        kept[mode] = (out[0], int(out[1]))
+    assert kept["set"][0] == "True" and kept["set"][1] < 50  # MiB still held after the 200 MiB were freed
+    assert kept["default"][1] > 150  # glibc's default keeps them: the test can tell the two apart
+    env["MALLOC_MMAP_THRESHOLD_"] = "4096"  # the user's own setting wins
+    out = subprocess.run([sys.executable, "-c", _FREED, "set"], capture_output=True, text=True, env=env, timeout=120,
+                         cwd=Path(__file__).resolve().parents[2], check=True).stdout.split()
+    assert out[0] == "False"

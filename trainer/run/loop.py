@@ -36,7 +36,7 @@ from ..learn.bc import behaviour_clone, expert_trajectories
 from ..learn.update import read_turn_values, rl_update
 from ..learn.value import ValueHead
 from ..models.backends.hf import HFPolicy
-from ..models.device import cpu_threads, float32_master, place_model, resolve_device, resolve_dtype
+from ..models.device import cpu_threads, float32_master, place_model, resolve_device, resolve_dtype, return_freed_memory
 from ..models.policy import load_model
 from ..seeding import TaskSampler, capture_rng, derive_seed, restore_rng
 from .checkpoint import config_differences, latest_checkpoint, load_checkpoint, save_checkpoint
@@ -56,6 +56,7 @@ class Trainer:
     def __init__(self, config: TrainConfig):
         self.config = config
         torch.set_num_threads(cpu_threads(config.policy.threads))
+        return_freed_memory()  # process-wide, like the threads: freed activations leave the process
         self.world = init_world(config.distributed)  # torchrun's ranks, or a world of one (trainer/run/distributed.py)
         self.world.check(config)
         model, tokenizer = load_model(config.policy, config.seed)
