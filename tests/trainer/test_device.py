@@ -210,8 +210,8 @@ def rss(): return int(open('/proc/self/statm').read().split()[1]) * 4096
 print(return_freed_memory() if sys.argv[1] == "set" else False)
 x = torch.empty(20 << 20, dtype=torch.uint8); x.fill_(1); del x  # a large free raises glibc's own threshold
 before, keep, big = rss(), [], []
-for _ in range(50):  # 4 MiB activations freed under a small tensor that stays: the heap cannot shrink
-    big.append(torch.ones(4 << 20, dtype=torch.uint8)); keep.append(torch.ones(1024, dtype=torch.uint8))
+for _ in range(50):  # 4 MiB activations freed under 64 KiB tensors that stay (carved from the top: no free chunk fits)
+    big.append(torch.ones(4 << 20, dtype=torch.uint8)); keep.append(torch.ones(64 << 10, dtype=torch.uint8))
 del big
 print((rss() - before) >> 20)
 """
