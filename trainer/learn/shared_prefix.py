@@ -46,13 +46,12 @@ def decoder_hidden(decoder: Any, input_ids: torch.Tensor, attention_mask: torch.
     plain full forward), differentiable. See the module docstring."""
     if shared <= 0:
         return decoder(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).last_hidden_state
-    from trainer.models.backends.prefix_cache import plain_layers
     from transformers.cache_utils import DynamicCache
 
     B, T = input_ids.shape
     prefix = decoder(input_ids=input_ids[:1, :shared], use_cache=True)
     # a ModelOutput (a dict): transformers >= 5.2x calls the cache ``cache``, older releases ``past_key_values``
-    layers = plain_layers(prefix["cache"] if "cache" in prefix else prefix.get("past_key_values"))
+    layers = _full_attention_layers(prefix["cache"] if "cache" in prefix else prefix.get("past_key_values"))
     if layers is None:  # sliding-window, linear-attention or quantised cache: not expandable this way
         return decoder(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).last_hidden_state
     expanded = DynamicCache(ddp_cache_data=[(layer.keys.expand(B, -1, -1, -1), layer.values.expand(B, -1, -1, -1))
@@ -63,3 +62,14 @@ def decoder_hidden(decoder: Any, input_ids: torch.Tensor, attention_mask: torch.
     suffix = decoder(input_ids=input_ids[:, shared:], attention_mask=attention_mask, position_ids=positions,
                      use_cache=True, **{name: expanded}).last_hidden_state
     return torch.cat([prefix.last_hidden_state.expand(B, -1, -1), suffix], dim=1)
+
+
+def _full_attention_layers(cache: Any) -> list | None:
+    """The layers of a plain ``DynamicCache`` of full-attention ``DynamicLayer``\\s (whose keys and values
+    can be expanded to a batch), else ``None`` (learn/ may not import the sampler's own check in models/)."""
+    from transformers.cache_utils import DynamicCache, DynamicLayer
+
+    layers = list(getattr(cache, "layers", ())) if type(cache) is DynamicCache else []
+    if not layers or any(type(layer) is not DynamicLayer or layer.keys is None for layer in layers):
+        return None
+    return layers
