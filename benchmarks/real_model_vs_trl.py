@@ -23,7 +23,10 @@ pretrained model itself). Both sides load it from disk.
 ``(R - mean) / std`` per group, token-mean loss (TRL ``dapo``), one gradient step per batch, the env's return as
 the reward (no stall/invalid shaping). Per-turn ``--max-new-tokens`` on ours; TRL bounds a whole multi-turn
 completion instead (``max_completion_length`` = ``--max-turns`` × (max new tokens + 48 for the tool response)).
-TRL: ``gradient_checkpointing`` off (ours is off), G rows per micro-batch, one micro-batch per prompt. Ours by
+TRL: ``gradient_checkpointing`` off (ours is off), G rows per micro-batch, one micro-batch per prompt. Ours:
+forwards of up to ``--micro-batch-tokens`` ids (4,096: a group of G = 4 rows per forward at these lengths, as
+TRL's), each group's shared prompt run once (``optim.shared_prefix``, our default; ``--no-shared-prefix``
+turns it off to measure what it buys). Ours by
 default drops groups without reward spread before the update (TRL trains on them with zero advantage); here it
 keeps them (``--filter-zero-variance`` restores the default), so both sides do the same work per update; the
 report says how many groups had reward spread.
@@ -74,6 +77,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--max-wall-updates", type=int, default=0, help="cap on ours' equal-wall-time run (0: 3 × --updates)")
     p.add_argument("--filter-zero-variance", action="store_true",
                    help="ours drops groups without reward spread (its default); off here so both sides do the same work")
+    p.add_argument("--micro-batch-tokens", type=int, default=4096, help="ours: ids per forward (TRL: G rows)")
+    p.add_argument("--no-shared-prefix", dest="shared_prefix", action="store_false",
+                   help="ours: every row's full forward (optim.shared_prefix=false)")
     p.add_argument("--model", default="smollm2-135m-instruct")
     p.add_argument("--worker", default="", help=argparse.SUPPRESS)
     p.add_argument("--start-dir", default="", help=argparse.SUPPRESS)
@@ -106,7 +112,7 @@ def ours_config(args: argparse.Namespace, path: str, out_dir: str) -> Any:
             "algorithm": {"estimator": "grpo", "filter_zero_variance": args.filter_zero_variance},
             "loss": {"kl_coef": args.kl, "aggregation": "token_mean", "clip_low": 0.2, "clip_high": 0.28},
             "optim": {"lr": args.lr, "weight_decay": 0.0, "warmup_steps": 0, "grad_clip": 1.0,
-                      "micro_batch_tokens": 2048}}
+                      "micro_batch_tokens": args.micro_batch_tokens, "shared_prefix": args.shared_prefix}}
     file = Path(out_dir) / "bench.yaml"
     file.write_text(yaml.safe_dump(data))
     return load_config(file)
