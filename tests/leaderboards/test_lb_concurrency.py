@@ -36,9 +36,9 @@ def _start(suite: Path, store: Path, *args: str) -> subprocess.Popen:
                             start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def _stored(store: Path) -> int:
+def _stored(store: Path, busy_timeout: float = 0.1) -> int:
     try:
-        with sqlite3.connect(store, timeout=0.1) as db:
+        with sqlite3.connect(store, timeout=busy_timeout) as db:
             return db.execute("SELECT COUNT(*) FROM episodes").fetchone()[0]
     except sqlite3.Error:  # not created yet, or busy
         return 0
@@ -283,13 +283,14 @@ def test_each_layer_alone_takes_a_worker_down_with_its_runner(layer):
 
 
 def test_ctrl_c_stops_the_runner_and_its_workers_without_worker_tracebacks(tmp_path):
-    # a longer, slower run than SUITE's (80 episodes of 0.5 s steps, ≥ 13 s on 3 workers): with SUITE's 24 quick
-    # episodes, and once with 0.25 s steps under CI load, the run finished before the signal landed
-    slow = [{**SUITE[0], "tasks": 40, "kwargs": {"delay": 0.5}}]
+    # a longer, slower run than SUITE's (80 episodes of 1 s steps, ≥ 27 s on 3 workers): with SUITE's 24 quick
+    # episodes, once with 0.25 s steps and once with 0.5 s steps under CI load, the run finished before the
+    # signal landed; the count waits out the writers' locks (a 0.1 s busy timeout read 0 while 3 workers wrote)
+    slow = [{**SUITE[0], "tasks": 40, "kwargs": {"delay": 1.0}}]
     suite, store = write_suite(tmp_path / "s.yaml", slow, name="ctrlc"), tmp_path / "r.sqlite"
     runner = _start(suite, store, "--workers", "3", "--pool", "process")
     try:
-        _wait_for(lambda: _stored(store) >= 3)
+        _wait_for(lambda: _stored(store, busy_timeout=2.0) >= 3)
         children = psutil.Process(runner.pid).children(recursive=True)
         os.killpg(runner.pid, signal.SIGINT)  # what the terminal sends to the whole foreground group
         _, err = runner.communicate(timeout=60)  # 20 s timed out once on a loaded CI machine
