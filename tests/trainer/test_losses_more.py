@@ -11,7 +11,7 @@ import math
 import pytest
 import torch
 
-from tests.trainer.batching import budget_for
+from tests.trainer.batching import alternating_advantages, budget_for, take_reference_and_move
 from trainer.config import LossConfig, load_config
 from trainer.errors import ConfigError
 from trainer.learn.logprobs import token_logprobs
@@ -234,12 +234,8 @@ def batch(tiny_overrides, tmp_path_factory):
         sampled = [i for i, m in enumerate(segment.loss_mask) if m]
         for i in sampled[len(sampled) - (5 * r) % 11:]:
             segment.loss_mask[i] = 0
-    advantages = [[(-1.0) ** k * (1.0 + 0.5 * turn) for turn in range(t.num_turns)] for k, t in enumerate(kept)]
-    trainer.ref_model = trainer.reference_copy()
-    generator = torch.Generator().manual_seed(0)
-    with torch.no_grad():
-        for p in trainer.model.parameters():
-            p.add_(torch.randn(p.shape, generator=generator) * 0.02)
+    advantages = alternating_advantages(kept)
+    take_reference_and_move(trainer)
     yield trainer, kept, advantages
     trainer.close()
 

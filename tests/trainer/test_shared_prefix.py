@@ -4,6 +4,7 @@ the same log-probs and gradients as every row's full forward, fewer tokens throu
 import pytest
 import torch
 
+from tests.trainer.batching import alternating_advantages, take_reference_and_move
 from trainer import Trainer
 from trainer.config import load_config
 from trainer.learn.logprobs import pack, token_logprobs
@@ -21,12 +22,8 @@ def batch(tiny_overrides, tmp_path_factory):
     trainer = Trainer(load_config(None, tiny_overrides + RUN + [f"out_dir={tmp_path_factory.mktemp('share')}"]))
     trajectories, _ = trainer.collect()
     kept, _, _ = trainer.advantages(trajectories)
-    advantages = [[(-1.0) ** k * (1.0 + 0.5 * turn) for turn in range(t.num_turns)] for k, t in enumerate(kept)]
-    trainer.ref_model = trainer.reference_copy()
-    generator = torch.Generator().manual_seed(0)
-    with torch.no_grad():
-        for p in trainer.model.parameters():
-            p.add_(torch.randn(p.shape, generator=generator) * 0.02)
+    advantages = alternating_advantages(kept)
+    take_reference_and_move(trainer)
     yield trainer, kept, advantages
     trainer.close()
 
@@ -96,6 +93,7 @@ def test_micro_batches_keep_a_groups_rows_together_and_count_its_prefix_once():
     assert len(micro_batches(lengths, 18)) == 5  # without prefixes: 2 rows × 10 > 18, only the two 9s pair up
     assert micro_batches(lengths, 0, prefixes) == [[0, 2, 4], [1, 3], [5]]
     assert micro_batches(lengths, 1, prefixes) == [[0], [2], [4], [1], [3], [5]]  # over budget: alone
+    assert micro_batches([], 18, []) == [] and micro_batches([], 18) == [] and micro_batches([], 0) == [[]]
 
 
 def test_rows_of_a_group_are_keyed_by_their_first_prompt(batch):

@@ -9,8 +9,8 @@ keys at the same positions as in a full forward, so log-probs agree up to float 
 float32; tested against the full forward, gradients included), and the backward sums the rows' gradients
 through the expansion into the prefix's single forward.
 
-Where it applies: a plain ``DynamicCache`` of full-attention layers (otherwise the batch falls back to a
-full forward), one process (under DDP/FSDP2 every rank must make the same forwards), no gradient
+Where it applies: a model whose ``DynamicCache`` is all full-attention layers (a sliding window or linear
+attention falls back to a full forward, decided from the config before any forward), one process (under DDP/FSDP2 every rank must make the same forwards), no gradient
 checkpointing (HF's checkpointed layers refuse a cache). :func:`trainer.learn.update.micro_batches` puts a
 group's rows together so that a micro-batch has a prefix to share.
 """
@@ -46,30 +46,19 @@ def decoder_hidden(decoder: Any, input_ids: torch.Tensor, attention_mask: torch.
     plain full forward), differentiable. See the module docstring."""
     if shared <= 0:
         return decoder(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).last_hidden_state
-    from transformers.cache_utils import DynamicCache
+    from transformers.cache_utils import DynamicCache, DynamicLayer
 
-    B, T = input_ids.shape
-    prefix = decoder(input_ids=input_ids[:1, :shared], use_cache=True)
-    # a ModelOutput (a dict): transformers >= 5.2x calls the cache ``cache``, older releases ``past_key_values``
-    layers = _full_attention_layers(prefix["cache"] if "cache" in prefix else prefix.get("past_key_values"))
-    if layers is None:  # sliding-window, linear-attention or quantised cache: not expandable this way
+    cache = DynamicCache(config=decoder.config)  # the model's own layer kinds, still empty
+    if any(type(layer) is not DynamicLayer for layer in cache.layers):  # sliding-window, linear attention, ...:
         return decoder(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).last_hidden_state
-    expanded = DynamicCache(ddp_cache_data=[(layer.keys.expand(B, -1, -1, -1), layer.values.expand(B, -1, -1, -1))
-                                         for layer in layers])
-    positions = torch.arange(shared, T, device=input_ids.device).expand(B, -1)
+    B, T = input_ids.shape
     # transformers >= 5.2x names the KV cache argument ``cache``, older releases ``past_key_values``
     name = "cache" if "cache" in inspect.signature(decoder.forward).parameters else "past_key_values"
+    prefix = decoder(input_ids=input_ids[:1, :shared], use_cache=True, **{name: cache})
+    expanded = DynamicCache(ddp_cache_data=[(layer.keys.expand(B, -1, -1, -1), layer.values.expand(B, -1, -1, -1))
+                                         for layer in cache.layers])
+    positions = torch.arange(shared, T, device=input_ids.device).expand(B, -1)
     suffix = decoder(input_ids=input_ids[:, shared:], attention_mask=attention_mask, position_ids=positions,
                      use_cache=True, **{name: expanded}).last_hidden_state
     return torch.cat([prefix.last_hidden_state.expand(B, -1, -1), suffix], dim=1)
 
-
-def _full_attention_layers(cache: Any) -> list | None:
-    """The layers of a plain ``DynamicCache`` of full-attention ``DynamicLayer``\\s (whose keys and values
-    can be expanded to a batch), else ``None`` (learn/ may not import the sampler's own check in models/)."""
-    from transformers.cache_utils import DynamicCache, DynamicLayer
-
-    layers = list(getattr(cache, "layers", ())) if type(cache) is DynamicCache else []
-    if not layers or any(type(layer) is not DynamicLayer or layer.keys is None for layer in layers):
-        return None
-    return layers

@@ -121,12 +121,11 @@ def micro_batches(lengths: Sequence[int], budget: int, prefixes: Sequence[tuple[
     >>> micro_batches([6, 5, 6, 5], 12, prefixes=[("a", 4), ("b", 4), ("a", 4), ("b", 4)])
     [[0, 2], [1, 3]]
     """
-    if prefixes is None:
-        prefixes = [(None, 0)] * len(lengths)
+    if budget <= 0 and prefixes is None:
+        return [list(range(len(lengths)))]
+    prefixes = prefixes or [(None, 0)] * len(lengths)
     first = {key: n for n, key in enumerate(dict.fromkeys(key for key, _ in prefixes))}
     order = sorted(range(len(lengths)), key=lambda i: (first[prefixes[i][0]], -lengths[i]))  # stable
-    if budget <= 0 and prefixes[0][0] is None:
-        return [list(range(len(lengths)))]
     groups: list[list[int]] = []
     for i in order:
         if groups and prefixes[groups[-1][0]][0] == prefixes[i][0]:
