@@ -18,8 +18,9 @@ CONFIGS = Path(__file__).resolve().parents[2] / "trainer" / "configs"
 BEFORE = json.loads((FIXTURES / "configs_before_layout.json").read_text())
 #: Settings added since the move, at their defaults: every config written before resolves to these.
 ADDED = {"rollout": {"revisit_penalty": 0.0}, "optim": {"shared_prefix": True}}
-#: Shipped settings changed on purpose since the move (issue 33: the quickstart runs on one torch thread).
-CHANGED = {"quickstart.yaml": {"policy": {"threads": 1}}}
+#: Shipped settings changed on purpose since the move (issue 33: the quickstart runs on one torch thread, the
+#: SmolLM2 recipe on every core).
+CHANGED = {"quickstart.yaml": {"policy": {"threads": 1}}, "smollm2_maze.yaml": {"policy": {"threads": 0}}}
 #: The run that wrote fixtures/pre_layout_checkpoint (besides the tiny test overrides and out_dir).
 RUN = ["steps=1", "checkpoint_every=1", "rollout.tasks_per_step=2", "rollout.group_size=2", "eval.num_tasks=2", "seed=3"]
 
