@@ -8,7 +8,9 @@ here and (the spawn start method re-imports this file as ``__mp_main__``) in wor
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
+import signal
 import sys
 from pathlib import Path
 
@@ -19,6 +21,7 @@ from leaderboards.runner import BenchOptions, run_bench  # noqa: E402
 
 
 def main() -> None:
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # a test that times out asks for every stack
     parser = argparse.ArgumentParser()
     parser.add_argument("suite")
     parser.add_argument("store")

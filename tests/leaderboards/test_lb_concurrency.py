@@ -31,9 +31,16 @@ PROGRESS = re.compile(rf"^  (\d+)/{TOTAL} episodes stored, (\d+) by this runner"
 
 
 def _start(suite: Path, store: Path, *args: str) -> subprocess.Popen:
-    """A runner (the expert policy) in its own session, so a test can clean up its whole tree."""
+    """A runner (the expert policy) in its own session, so a test can clean up its whole tree, with Ctrl-C's
+    default action, as a terminal's foreground job has it: a test run from a background job (CI's can be one)
+    inherits SIGINT ignored, and its runner then played on through the Ctrl-C test's signal."""
     return subprocess.Popen([sys.executable, str(RUNNER), str(suite), str(store), *args], cwd=REPO,
-                            start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_default_ctrl_c)
+
+
+def _default_ctrl_c() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _stored(store: Path, busy_timeout: float = 0.1) -> int:
@@ -66,6 +73,19 @@ def _finish(process: subprocess.Popen, timeout: float = 60.0) -> dict:
     summary = json.loads(out.strip().splitlines()[-1])
     summary["progress"] = [(int(d), int(own)) for d, own in PROGRESS.findall(err)]
     return summary
+
+
+def _communicate_or_dump(process: subprocess.Popen, timeout: float) -> tuple[str, str]:
+    """``communicate``, or, when the runner has not ended in time, fail with every thread's stack (the runner
+    registers ``faulthandler`` on SIGUSR1) so that a hang says where it is."""
+    try:
+        return process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGUSR1)
+        time.sleep(2)
+        process.kill()
+        _, err = process.communicate()
+        pytest.fail(f"the runner did not end within {timeout:.0f} s; its stacks:\n{err[-20000:]}")
 
 
 def _cleanup(*processes: subprocess.Popen) -> None:
@@ -293,7 +313,7 @@ def test_ctrl_c_stops_the_runner_and_its_workers_without_worker_tracebacks(tmp_p
         _wait_for(lambda: _stored(store, busy_timeout=2.0) >= 3)
         children = psutil.Process(runner.pid).children(recursive=True)
         os.killpg(runner.pid, signal.SIGINT)  # what the terminal sends to the whole foreground group
-        _, err = runner.communicate(timeout=60)  # 20 s timed out once on a loaded CI machine
+        _, err = _communicate_or_dump(runner, timeout=60)  # 20 s timed out once on a loaded CI machine
         gone, alive = psutil.wait_procs(children, timeout=5)
     finally:
         _cleanup(runner)
