@@ -36,7 +36,8 @@ from ..learn.bc import behaviour_clone, expert_trajectories
 from ..learn.update import read_turn_values, rl_update
 from ..learn.value import ValueHead
 from ..models.backends.hf import HFPolicy
-from ..models.device import cpu_threads, float32_master, place_model, resolve_device, resolve_dtype, return_freed_memory
+from ..models.device import (cpu_threads, float32_master, place_model, resolve_device, resolve_dtype, return_freed_memory,
+                             trim_freed_memory)
 from ..models.policy import load_model
 from ..seeding import TaskSampler, capture_rng, derive_seed, restore_rng
 from .checkpoint import config_differences, latest_checkpoint, load_checkpoint, save_checkpoint
@@ -56,7 +57,7 @@ class Trainer:
     def __init__(self, config: TrainConfig):
         self.config = config
         torch.set_num_threads(cpu_threads(config.policy.threads))
-        return_freed_memory()  # process-wide, like the threads: freed activations leave the process
+        return_freed_memory()  # process-wide, like the threads: each phase's freed memory leaves the process
         self.world = init_world(config.distributed)  # torchrun's ranks, or a world of one (trainer/run/distributed.py)
         self.world.check(config)
         model, tokenizer = load_model(config.policy, config.seed)
@@ -216,6 +217,7 @@ class Trainer:
                                  seconds=seconds, group_by_length=bc.group_by_length, on_batch=on_batch)
         self.bc_done = True
         self.weights_changed()
+        trim_freed_memory()
         return {"bc_trajectories": result.trajectories, "bc_first_loss": result.first_loss, "bc_last_loss": result.last_loss}
 
     def evaluate(self) -> dict[str, float]:
@@ -230,6 +232,7 @@ class Trainer:
             episodes = (run_text_episodes(self.sampling_policy(), self.eval_spec, tasks, seed=0, sampling=sampling,
                                           window=window) if self.world.is_main else [])
         self.world.barrier()
+        trim_freed_memory()
         if not self.world.is_main:
             return {}
         success, ci95 = success_rate(episodes)
@@ -325,6 +328,7 @@ class Trainer:
             metrics.update(self.rollout_policy.sleep())
         metrics.update(self.world.update_metrics(self.update(kept, advantages)))  # all ranks' shares added
         self.step += 1
+        trim_freed_memory()
         if self.asynchronous is not None:
             self.asynchronous.published()  # the collectors sample with version self.step from their next turn
         return {"step": self.step, **metrics, "step_s": time.perf_counter() - start}
