@@ -49,28 +49,24 @@ def test_an_identical_module_measured_by_another_host_key_is_an_exact_duplicate(
 
 
 def test_an_identical_module_measured_in_another_process_gets_the_same_fingerprint(tmp_path):
-    """A second host process draws its own measurement secret from the OS (no key fixed).
-
-    Its time limits are generous: the fingerprint, not the speed gate, is under test, and a cold process on a
-    loaded CI machine once failed ``baselines`` (whose plays take ~0.2 s of a 12 s budget when idle)."""
+    """A second host process draws its own measurement secret from the OS (no key fixed)."""
     archive, first = archived(tmp_path)
     script = ("import json, sys\n"
               "from meta_envs.design import gates, novelty\n"
               "from meta_envs.design.archive import EnvArchive\n"
               "from meta_envs.design.contract import example_module\n"
-              "from meta_envs.design.sandboxed import ModuleLimits\n"
-              "limits = ModuleLimits(call_timeout_s=30.0, import_timeout_s=60.0, gate_budget_s=120.0)\n"
-              "report = gates.validate_module(example_module('lamps'), limits=limits, "
+              "report = gates.validate_module(example_module('lamps'), "
               "novelty=novelty.novelty_gate(EnvArchive(sys.argv[1])))\n"
               "print(json.dumps({'fingerprint': report.stats['fingerprint'], 'failed': report.failed_gate, "
               "'seeds': sorted(report.stats['start_hashes']), 'info': report.to_info(timings=True)}))\n")
     done = subprocess.run([sys.executable, "-c", script, str(archive.path)], capture_output=True, text=True,
-                          timeout=600, cwd=os.getcwd())
+                          timeout=300, cwd=os.getcwd())
     assert done.returncode == 0, done.stderr[-2000:]
     other = json.loads(done.stdout.strip().splitlines()[-1])
     assert other["seeds"] != sorted(first.stats["start_hashes"])
     assert other["fingerprint"] == first.stats["fingerprint"]
-    # twice in the full fresh-clone suite (never alone) it failed `baselines`: a string message is shown whole
+    # twice in the full fresh-clone suite (never alone; not timing: generous limits failed too) it failed
+    # `baselines`: a string message is shown whole
     assert other["failed"] == "novelty", json.dumps(other["info"]["gates"][-1]) + " " + json.dumps(other["info"])
 
 
