@@ -51,7 +51,7 @@ def test_an_identical_module_measured_by_another_host_key_is_an_exact_duplicate(
 def test_an_identical_module_measured_in_another_process_gets_the_same_fingerprint(tmp_path):
     """A second host process, with its own measurement secret and PYTHONHASHSEED, fingerprints alike.
 
-    Its secret is fixed (another than the first host's): drawn from the OS, the random policy won a lamps
+    Its secret is fixed (and differs from the first host's): drawn from the OS, the random policy won a lamps
     game on one of its 8 gate seeds in about 1 of 40 draws, failing ``baselines`` (allowed: 0 of 8)
     before ``novelty`` was reached.
     """
